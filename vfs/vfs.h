@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vfs: the virtual filesystem the sandbox sees.
+ *
+ * Lifecycle: vfs_new() -> vfs_add_directive()... (or vfs_add_default_profile()) ->
+ * vfs_finalize() -> the operations below, from any supervisor thread -> vfs_free().
+ * After vfs_finalize() the mount table is immutable; the only mutable state is the
+ * change set (files the run wrote), guarded by an internal mutex.
+ *
+ * Paths: every operation takes the path exactly as the sandboxed program gave it
+ * (already copied out of the tracee by the interposer; vfs never reads tracee memory)
+ * plus a struct vfs_caller saying where relative paths start. Resolution happens inside
+ * the virtual root, component by component, on host O_PATH fds: ".." stops at "/",
+ * symlinks are followed inside the view, and the policy is evaluated on the canonical
+ * virtual path, so every alias of a hidden file is hidden too. Host operations are done
+ * relative to an O_PATH fd of the resolved parent with O_NOFOLLOW on the last component,
+ * so a symlink swapped in after resolution cannot redirect them.
+ *
+ * Results: functions return 0 (or a non-negative value such as an fd or a length) when
+ * the operation was performed, or -errno to deliver to the sandboxed program (EACCES,
+ * ENOENT, EROFS, ...). The errno of vfs's own failures (ENOMEM) is never mixed with that:
+ * vfs returns -ENOMEM only when it could not decide, and the interposer then denies.
+ * Every call fills *verdict (may be NULL) with the rule that decided it.
+ */
+#pragma once
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/statfs.h>
+
+struct vfs;
+struct statx;
+
+enum vfs_mode {
+	VFS_MODE_NAMESPACED,   /* the tracee has its own mount ns built from the same table */
+	VFS_MODE_UNNAMESPACED, /* virtual paths equal host paths; DST != SRC refused */
+};
+
+/* How the caller's /proc pids map to host pids (the sandbox may have its own pid ns). */
+struct vfs_proc_ops {
+	void *userdata;
+	/* Host pid for a pid as the sandbox sees it, or -ESRCH when it is not one of the
+	 * sandbox's processes (so /proc/<pid> of every host process stays hidden). */
+	pid_t (*to_host)(void *userdata, pid_t sandbox_pid);
+	/* The sandbox's view of a host pid (for /proc/self), or -ESRCH. */
+	pid_t (*to_sandbox)(void *userdata, pid_t host_pid);
+};
+
+/* Who is asking, and where its relative paths start. */
+struct vfs_caller {
+	pid_t pid;          /* host tid of the calling thread */
+	pid_t tgid;         /* host tgid */
+	const char *base;   /* canonical virtual path of the cwd or of the dirfd's directory;
+	                       NULL when the dirfd is not a directory (relative path -> ENOTDIR) */
+};
+
+/* Why a decision was taken: what the operator and the audit stream see. */
+struct vfs_verdict {
+	int err;                   /* 0 = allowed, else the errno given to the program */
+	char rule[160];            /* "hide **/.env (policy.moat:4)", "ro-bind /usr", ... */
+	char vpath[PATH_MAX];      /* canonical virtual path (as far as resolution got) */
+};
+
+/* --- building the table ------------------------------------------------------------ */
+
+int vfs_new(const struct vfs_proc_ops *proc, struct vfs **ret);
+struct vfs *vfs_free(struct vfs *v);   /* accepts NULL, returns NULL */
+
+/*
+ * One directive, as a policy file line or a CLI option: word is "ro-bind", "bind",
+ * "tmpfs", "hide", "deny", "file", "chdir"; arg is the rest of the line. origin names
+ * where it came from ("policy.moat:4" or "--hide") for verdicts and errors.
+ * Returns -EINVAL with a message in errbuf on a bad directive, -ENOENT for an unknown word
+ * (so the caller can try the network layer's words).
+ */
+int vfs_add_directive(struct vfs *v, const char *word, const char *arg, const char *origin,
+                      char *errbuf, size_t errlen);
+
+/* The built-in profile (system dirs ro, secrets hidden, cwd rw, private /tmp, minimal
+ * /dev and /proc). home is the invoking user's home, cwd the workspace. */
+int vfs_add_default_profile(struct vfs *v, const char *home, const char *cwd);
+
+/* Check the table for the mode (unnamespaced refuses remaps and tmpfs) and freeze it. */
+int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_t errlen);
+
+/* Working directory the sandbox starts in (chdir directive, else the cwd). */
+const char *vfs_initial_cwd(const struct vfs *v);
+
+/* Canonical JSON of the resolved table (a jansson json_t *, caller decrefs). */
+void *vfs_to_json(const struct vfs *v);
+
+/*
+ * The mount table for layer 1: call fn for each mapping in mount order (parents first),
+ * so the interposer can build the mount namespace and Landlock rules from the same data.
+ */
+enum vfs_mount_kind { VFS_MOUNT_BIND, VFS_MOUNT_TMPFS, VFS_MOUNT_FILE, VFS_MOUNT_HIDE };
+struct vfs_mount_info {
+	enum vfs_mount_kind kind;
+	const char *host;       /* host source (NULL for tmpfs); for FILE a host file with the content */
+	const char *virt;       /* destination in the sandbox */
+	bool writable;
+};
+int vfs_foreach_mount(const struct vfs *v, int (*fn)(const struct vfs_mount_info *m, void *ud),
+                      void *ud);
+
+/* --- the emulated path syscalls ------------------------------------------------------ */
+
+/* open/openat/openat2/creat: returns a host fd (O_CLOEXEC set; the interposer injects
+ * it with the program's O_CLOEXEC). resolve = openat2 RESOLVE_* bits, 0 otherwise. */
+int vfs_open(const struct vfs *v, const struct vfs_caller *c, const char *path, int flags,
+             mode_t mode, uint64_t resolve, struct vfs_verdict *verdict);
+
+/* stat family: flags are AT_SYMLINK_NOFOLLOW / AT_NO_AUTOMOUNT (AT_EMPTY_PATH with an
+ * empty path is handled by the interposer on the tracee's fd, not here). */
+int vfs_stat(const struct vfs *v, const struct vfs_caller *c, const char *path, int flags,
+             struct stat *ret_st, struct vfs_verdict *verdict);
+int vfs_statx(const struct vfs *v, const struct vfs_caller *c, const char *path, int flags,
+              unsigned mask, struct statx *ret_stx, struct vfs_verdict *verdict);
+int vfs_statfs(const struct vfs *v, const struct vfs_caller *c, const char *path,
+               struct statfs *ret, struct vfs_verdict *verdict);
+int vfs_access(const struct vfs *v, const struct vfs_caller *c, const char *path, int mode,
+               int flags, struct vfs_verdict *verdict);
+/* Returns the length written to buf (not NUL-terminated, as readlink(2)). */
+int vfs_readlink(const struct vfs *v, const struct vfs_caller *c, const char *path, char *buf,
+                 size_t len, struct vfs_verdict *verdict);
+
+int vfs_mkdir(const struct vfs *v, const struct vfs_caller *c, const char *path, mode_t mode,
+              struct vfs_verdict *verdict);
+int vfs_mknod(const struct vfs *v, const struct vfs_caller *c, const char *path, mode_t mode,
+              dev_t dev, struct vfs_verdict *verdict);
+/* flags: 0 or AT_REMOVEDIR */
+int vfs_unlink(const struct vfs *v, const struct vfs_caller *c, const char *path, int flags,
+               struct vfs_verdict *verdict);
+int vfs_rename(const struct vfs *v, const struct vfs_caller *oldc, const char *oldpath,
+               const struct vfs_caller *newc, const char *newpath, unsigned flags,
+               struct vfs_verdict *verdict);
+int vfs_link(const struct vfs *v, const struct vfs_caller *oldc, const char *oldpath,
+             const struct vfs_caller *newc, const char *newpath, int flags,
+             struct vfs_verdict *verdict);
+int vfs_symlink(const struct vfs *v, const char *target, const struct vfs_caller *c,
+                const char *linkpath, struct vfs_verdict *verdict);
+int vfs_chmod(const struct vfs *v, const struct vfs_caller *c, const char *path, mode_t mode,
+              int flags, struct vfs_verdict *verdict);
+int vfs_chown(const struct vfs *v, const struct vfs_caller *c, const char *path, uid_t uid,
+              gid_t gid, int flags, struct vfs_verdict *verdict);
+int vfs_truncate(const struct vfs *v, const struct vfs_caller *c, const char *path,
+                 off_t length, struct vfs_verdict *verdict);
+/* times NULL = now (utimensat semantics) */
+int vfs_utimensat(const struct vfs *v, const struct vfs_caller *c, const char *path,
+                  const struct timespec times[2], int flags, struct vfs_verdict *verdict);
+
+/* Checks only: the interposer continues exec (layer 1 enforces the same view) and chdir
+ * (which grants nothing by itself: every later relative path is resolved from the
+ * canonical cwd again). */
+int vfs_check_exec(const struct vfs *v, const struct vfs_caller *c, const char *path,
+                   struct vfs_verdict *verdict);
+int vfs_check_chdir(const struct vfs *v, const struct vfs_caller *c, const char *path,
+                    struct vfs_verdict *verdict);
+
+/* Resolve for an operation the interposer performs itself (inotify_add_watch, xattrs,
+ * bind/connect of AF_UNIX sockets). want: VFS_WANT_* bits. Returns an O_PATH fd of the
+ * final object (or of its parent with VFS_WANT_PARENT, the last name in ret_name). */
+enum {
+	VFS_WANT_READ = 1u << 0,
+	VFS_WANT_WRITE = 1u << 1,
+	VFS_WANT_EXEC = 1u << 2,
+	VFS_WANT_CREATE = 1u << 3,
+	VFS_WANT_PARENT = 1u << 4,
+	VFS_WANT_NOFOLLOW = 1u << 5,
+};
+int vfs_resolve(const struct vfs *v, const struct vfs_caller *c, const char *path, unsigned want,
+                char ret_name[NAME_MAX + 1], struct vfs_verdict *verdict);
+
+/* getdents64: filter a buffer the interposer read from the tracee's directory fd
+ * (dir_vpath is that directory's canonical virtual path). Removes hidden entries in
+ * place and returns the new length. */
+size_t vfs_filter_dirents(const struct vfs *v, const char *dir_vpath, void *buf, size_t len);
+/* Whether a directory may contain hidden entries (so getdents64 needs the filter). */
+bool vfs_dir_needs_filter(const struct vfs *v, const char *dir_vpath);
+
+/* Map a host path (readlink of /proc/<pid>/cwd or fd/N) to the canonical virtual path.
+ * Returns -ENOENT when it lies outside every mapping. */
+int vfs_host_to_virtual(const struct vfs *v, const char *host, char *buf, size_t len);
+
+/* --- the change set ---------------------------------------------------------------- */
+
+enum vfs_change_kind { VFS_CHANGE_CREATED, VFS_CHANGE_WRITTEN, VFS_CHANGE_DELETED,
+                       VFS_CHANGE_RENAMED };
+struct vfs_change {
+	enum vfs_change_kind kind;
+	const char *vpath;      /* where the file is now (RENAMED: the new name) */
+	const char *old_vpath;  /* RENAMED only */
+	bool exists;            /* still present at the end of the run */
+	uint64_t size;
+	uint8_t sha256[32];     /* valid when exists and a regular file */
+};
+/* Stat and hash every changed file now (call once, at the end of the run). */
+int vfs_changes_foreach(struct vfs *v, int (*fn)(const struct vfs_change *ch, void *ud),
+                        void *ud);
