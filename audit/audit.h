@@ -15,7 +15,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
+
+#include <jansson.h>
+#include <msgpack.h>
 
 struct audit_writer;
 
@@ -25,6 +29,10 @@ struct audit_opts {
 	const char *key_path;     /* --audit-key: Ed25519 secret key file, or NULL */
 	bool stacks_all;          /* --audit-stacks all */
 	int zstd_level;           /* 0 = default */
+	/* Tuning, mostly for tests; 0 selects the documented default. */
+	size_t buffer_bytes;      /* bound of the pending-record buffer (default 4 MiB) */
+	size_t frame_bytes;       /* end a frame after this many record bytes (256 KiB) */
+	unsigned frame_ms;        /* end a frame this long after its first record (1000) */
 };
 
 struct audit_feature {
@@ -48,6 +56,10 @@ struct audit_hdr {
 	size_t n_features;
 	uint64_t start_wall_ns;
 	uint64_t start_mono_ns;
+	/* Filled by the reader only; the writer takes these from struct audit_opts. */
+	const char *session, *tenant;
+	bool stacks_all;
+	unsigned schema;
 };
 
 enum audit_decision {
@@ -109,6 +121,12 @@ struct audit_change {
 	const uint8_t *sha256;          /* 32 bytes or NULL */
 };
 
+struct audit_total {             /* one row of the footer's per-syscall x decision table */
+	const char *syscall;
+	enum audit_decision decision;
+	uint64_t count;
+};
+
 struct audit_ftr {
 	int exit_status;
 	const char *reason;             /* "exited", "signal", "timeout", "memory", ... */
@@ -116,6 +134,11 @@ struct audit_ftr {
 	uint64_t peak_memory;
 	const struct audit_change *changes;
 	size_t n_changes;
+	/* Filled by the reader only; the writer keeps these itself. */
+	const struct audit_total *totals;
+	size_t n_totals;
+	uint64_t records;               /* records the writer wrote before the footer */
+	uint64_t dropped;               /* records it had to drop (buffer full) */
 };
 
 int audit_writer_open(const char *path, const struct audit_opts *opts,
@@ -130,3 +153,151 @@ bool audit_wants_stacks(const struct audit_writer *w, enum audit_decision d);
 
 /* `moat audit SUBCOMMAND ...`: argv[0] is the subcommand. Returns the exit status. */
 int audit_cli(int argc, char **argv);
+
+/* ---- names ---- */
+
+const char *audit_decision_name(enum audit_decision d);        /* "denied", ... */
+int audit_decision_from_name(const char *s, size_t n);         /* enum value or -EINVAL */
+const char *audit_proc_event_name(enum audit_proc_event e);    /* "fork", ... */
+int audit_proc_event_from_name(const char *s, size_t n);
+
+/* ---- reader ----
+ *
+ * Reader lifecycle: audit_reader_open() -> audit_reader_next() until it returns 0 ->
+ * audit_reader_status() for how the file ended -> audit_reader_free(). The file is
+ * mapped read-only and walked one zstd frame at a time (ZSTD_findFrameCompressedSize to
+ * delimit it, ZSTD_decompressStream to inflate and check its content checksum), so a
+ * damaged frame costs only its own records.
+ *
+ * Everything a record points to (rec->obj, rec->raw, strings of the decoded structs) is
+ * valid until the next call of audit_reader_next() on the same reader.
+ */
+struct audit_reader;
+
+enum audit_rec_type {
+	AUDIT_REC_UNKNOWN,              /* a type this reader does not know (newer writer) */
+	AUDIT_REC_HDR,
+	AUDIT_REC_SYS,
+	AUDIT_REC_PROC,
+	AUDIT_REC_CKPT,
+	AUDIT_REC_FTR,
+	AUDIT_REC_SIG,
+	_AUDIT_REC_MAX,
+};
+
+struct audit_rec {
+	enum audit_rec_type type;
+	const msgpack_object *obj;      /* the record, a map (or whatever an unknown writer sent) */
+	const uint8_t *raw;             /* its encoded bytes, which the hash chain covers */
+	size_t raw_len;
+	bool has_seq;
+	uint64_t seq;
+	uint64_t frame;                 /* index of the zstd frame, from 0 */
+	uint64_t frame_offset;          /* byte offset of that frame in the file */
+	uint64_t index;                 /* position of the record within its frame */
+	bool last_in_frame;
+};
+
+/* Pass records of unknown type to the caller too (verify needs them for the chain).
+ * Without it they are skipped, which is what forward compatibility asks of a reader. */
+#define AUDIT_READ_UNKNOWN (1u << 0)
+
+struct audit_read_status {
+	uint64_t file_size;
+	uint64_t frames;                /* complete frames, good or bad */
+	uint64_t bad_frames;            /* frames whose content failed (checksum, decode) */
+	uint64_t end_offset;            /* where the last complete frame ends */
+	bool truncated;                 /* the file ends inside a frame */
+	uint64_t lost_bytes;            /* bytes of that incomplete frame (or of garbage) */
+	uint64_t skipped_bytes;         /* garbage skipped while resynchronising on a frame */
+	uint64_t records;               /* records returned so far */
+};
+
+int audit_reader_open(const char *path, unsigned flags, struct audit_reader **ret);
+/* 1: a record is in *ret. 0: end of file (see audit_reader_status() for truncation).
+ * -EBADMSG: a frame failed; audit_reader_error() names it, and the next call goes on
+ * with the frame after it. Other negative errno: the reader cannot continue. */
+int audit_reader_next(struct audit_reader *r, struct audit_rec *ret);
+const struct audit_read_status *audit_reader_status(const struct audit_reader *r);
+const char *audit_reader_error(const struct audit_reader *r);
+void audit_reader_free(struct audit_reader *r);
+
+/* Typed views of a record. Unknown keys are ignored; absent strings are NULL, absent
+ * numbers 0. An unknown decision decodes as _AUDIT_DECISION_MAX. -EINVAL on a record of
+ * another type. Arrays and strings live until the next audit_reader_next(). */
+struct audit_ckpt {
+	uint64_t records;               /* records before this one, checkpoints excluded */
+	uint64_t frame;
+	uint64_t mono_ns;
+	uint64_t dropped;               /* records dropped so far (buffer full) */
+	uint64_t sys, proc;
+	uint64_t decisions[_AUDIT_DECISION_MAX];
+	uint8_t chain[32];              /* hash chain over every record before this one */
+};
+
+struct audit_sig {
+	const char *alg;                /* "ed25519" */
+	uint8_t chain[32];
+	uint8_t public_key[32];
+	uint8_t signature[64];
+};
+
+int audit_decode_hdr(struct audit_reader *r, const struct audit_rec *rec, struct audit_hdr *ret);
+int audit_decode_sys(struct audit_reader *r, const struct audit_rec *rec, struct audit_sys *ret);
+int audit_decode_proc(struct audit_reader *r, const struct audit_rec *rec,
+		      struct audit_proc *ret);
+int audit_decode_ftr(struct audit_reader *r, const struct audit_rec *rec, struct audit_ftr *ret);
+int audit_decode_ckpt(const struct audit_rec *rec, struct audit_ckpt *ret);
+int audit_decode_sig(const struct audit_rec *rec, struct audit_sig *ret);
+
+/* ---- JSON and filters (what dump uses; replay/suggest may too) ---- */
+
+struct audit_timebase {                 /* from the hdr: maps monotonic ns to wall ns */
+	bool valid;
+	uint64_t wall_ns, mono_ns;
+};
+
+/* The record as a JSON object with long key names (SCHEMA.md), 64-bit addresses as hex
+ * strings, binary as hex, plus "time_ns" and "time" (RFC 3339) where the record has a
+ * time. Returns a new reference or NULL. */
+json_t *audit_rec_to_json(const struct audit_rec *rec, const struct audit_timebase *tb);
+
+/* Filter language: TERM { ("and" | "or") TERM }, "and" binding tighter; TERM is
+ * FIELD=VALUE (equal), FIELD!=VALUE, or FIELD~TEXT (contains). FIELD is a JSON name
+ * ("syscall") or a schema key ("sc"). Values compare as text, so pid=12 and
+ * decision=denied both work; errno matches the number or the name (EACCES). */
+struct audit_filter;
+int audit_filter_parse(const char *expr, struct audit_filter **ret, char *err, size_t errlen);
+bool audit_filter_match(const struct audit_filter *f, const json_t *rec);
+void audit_filter_free(struct audit_filter *f);
+
+/* Nearest-rank percentile (pct in 0..100] of n ascending values; 0 when n == 0. */
+uint64_t audit_percentile(const uint64_t *sorted, size_t n, double pct);
+
+/* ---- verification and keys ---- */
+
+/* Checks frames, checksums, seq continuity, checkpoints, the hash chain and, if present,
+ * the signature (against pubkey when given: 32 bytes). Writes findings to out.
+ * Returns 0 when the stream is intact, 1 on any finding, negative errno if it cannot
+ * read the file. */
+int audit_verify(const char *path, const uint8_t *pubkey, FILE *out);
+
+/* Writes OUT (secret, 0600) and OUT.pub; refuses to overwrite. */
+int audit_keygen(const char *out);
+int audit_key_read_public(const char *path, uint8_t ret[32]);
+
+/* ---- stack traces of denied calls (stack.c) ---- */
+
+enum audit_stack_method {
+	AUDIT_STACK_SCAN,               /* process_vm_readv + return-address scan, no ptrace */
+	AUDIT_STACK_PTRACE,             /* PTRACE_SEIZE + INTERRUPT + libunwind-ptrace */
+};
+
+/* Fills frames[0..max) with the user stack of thread tid of process pid, starting at
+ * ip (from seccomp_data.instruction_pointer) and sp (from /proc/<tid>/syscall while the
+ * thread waits, or 0 to read it there). Strings (module, build-id, symbol) are written
+ * into strbuf. Returns the number of frames or a negative errno. See SCHEMA.md for the
+ * methods and their cost. */
+int audit_stack_capture(pid_t pid, pid_t tid, uint64_t ip, uint64_t sp,
+			enum audit_stack_method method, struct audit_frame *frames, size_t max,
+			char *strbuf, size_t strbuf_len);
