@@ -88,7 +88,12 @@ uint32_t sc_native_arch(void);
 const char *sc_arch_name(uint32_t audit_arch);   /* "x86_64", "aarch64", NULL if unknown */
 uint32_t sc_arch_by_name(const char *name);       /* 0 if unknown */
 
-/* Lookups; NULL when the arch or the syscall is unknown. O(1) by number. */
+/*
+ * Lookups; NULL when the arch or the syscall is unknown. O(1) by number. An id can be
+ * absent on an ABI (open on aarch64) or on every ABI: CSV rows newer than the
+ * libseccomp that numbered the table keep their policy but have no number yet. The
+ * filter must treat a number sc_lookup() does not know as denied.
+ */
 const struct sc_entry *sc_lookup(uint32_t audit_arch, int nr);
 const struct sc_entry *sc_by_name(uint32_t audit_arch, const char *name);
 const struct sc_entry *sc_by_id(uint32_t audit_arch, enum sc_id id);
@@ -105,6 +110,8 @@ const char *sc_category_names(uint16_t cats, char *buf, size_t len);
 
 /*
  * Decoders: render one argument value as text for the audit stream and the CLI.
+ * Flag values are the build host's, which are the tracee's since every other ABI is
+ * killed by the filter. Unknown bits are kept, printed in hex.
  * Return the number of bytes written (snprintf semantics, always NUL-terminated).
  * Pointers are printed as hex; strings must be copied by the caller first.
  */
@@ -117,5 +124,10 @@ int sc_format_arg(enum sc_arg_kind k, uint64_t v, char *buf, size_t len);
 const char *sc_errno_name(int err);
 int sc_errno_by_name(const char *name);   /* 0 if unknown */
 
-/* `moat syscalls [--arch A] [--json]`: print the table with moat's handling. */
+/*
+ * `moat syscalls [--arch A] [--json]`: print the table with moat's handling. audit_arch
+ * 0 means sc_native_arch(); file NULL means stdout. JSON is an array of objects
+ * {name, nr, arch, handling, errno (name or null), categories [], args [], note}.
+ * Returns 0, -EINVAL (arch not tabulated), -ENOMEM or -EIO.
+ */
 int sc_print_table(uint32_t audit_arch, bool json, void *file /* FILE * */);
