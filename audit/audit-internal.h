@@ -69,3 +69,6 @@ bool audit__get_i64(const msgpack_object *map, const char *key, int64_t *ret);
 bool audit__str_eq(const msgpack_object *o, const char *s);
 
 void audit__hex(char *out, const uint8_t *p, size_t n);
+
+/* JSON name of a schema key ("sc" -> "syscall"), or NULL. */
+const char *audit__long_name(const char *s);
