@@ -45,7 +45,7 @@ static bool rule_applies(const struct net_rule *r, int type, uint16_t port)
 static bool pinned_to_rule(const struct net_pins *p, const struct net_rule *r,
                            const struct net_ip *ip)
 {
-	for (size_t i = 0; i < p->n; i++)
+	for (uint32_t i = p->bucket[net__pin_bucket(ip)]; i != NET_PIN_NONE; i = p->v[i].next)
 		if (net__ip_eq(&p->v[i].ip, ip) && net__rule_matches_name(r, p->v[i].name))
 			return true;
 	return false;

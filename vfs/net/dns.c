@@ -276,6 +276,10 @@ _public_ int net_dns_answer(struct net *n, const uint8_t *query, size_t qlen, ui
 		return -EBADMSG;
 	if (net_dns_parse_question(query, qlen, &q) < 0)
 		return reply_header_only(query, resp, cap, NET_DNS_RCODE_FORMERR);
+	/* Room for the header and the question (the name re-encoded: labels plus a length
+	 * byte each and the root), checked before any lookup is spent on it. */
+	if (cap < DNS_HEADER + (q.name[0] ? strlen(q.name) + 2 : 1) + 4)
+		return -ENOBUFS;
 	if (DNS_OPCODE(q.flags) != 0)
 		return build_reply(&q, NET_DNS_RCODE_NOTIMP, NULL, 0, resp, cap);
 	if (q.qclass != NET_DNS_CLASS_IN)

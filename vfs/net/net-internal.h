@@ -47,17 +47,27 @@ struct net_rule {
 struct net_pin_entry {
 	struct net_ip ip;
 	char *name;                 /* lowercase, no trailing dot */
+	uint32_t next;              /* next entry in the same bucket, NET_PIN_NONE at the end */
 };
 
-/* The only state that changes after net_finalize(); lives behind a pointer so that
- * net_decide() can take the lock through a const struct net. */
+#define NET_PINS_MAX 16384
+#define NET_PIN_BUCKETS 4096        /* power of two */
+#define NET_PIN_NONE UINT32_MAX
+
+/*
+ * The only state that changes after net_finalize(); lives behind a pointer so that
+ * net_decide() can take the lock through a const struct net. Entries are chained per
+ * address hash, so a decision looks only at the names of its own address, however many
+ * names a busy run has resolved.
+ */
 struct net_pins {
 	pthread_rwlock_t lock;
 	struct net_pin_entry *v;
 	size_t n, cap;
+	uint32_t bucket[NET_PIN_BUCKETS];
 };
 
-#define NET_PINS_MAX 16384
+uint32_t net__pin_bucket(const struct net_ip *ip);
 #define NET_HOST_ADDRS_MAX 256
 
 struct net {

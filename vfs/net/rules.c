@@ -38,6 +38,8 @@ _public_ int net_new(struct net **ret)
 	n->pins = calloc(1, sizeof(*n->pins));
 	if (!n->pins)
 		return -ENOMEM;
+	for (size_t i = 0; i < NET_PIN_BUCKETS; i++)
+		n->pins->bucket[i] = NET_PIN_NONE;
 	if (pthread_rwlock_init(&n->pins->lock, NULL) != 0) {
 		free(n->pins);
 		return -ENOMEM;
@@ -479,6 +481,17 @@ _public_ int net_finalize(struct net *n, char *errbuf, size_t errlen)
 	return 0;
 }
 
+/* FNV-1a over the address bytes: cheap, and good enough for a table the program can only
+ * fill through names the policy allows. */
+uint32_t net__pin_bucket(const struct net_ip *ip)
+{
+	uint32_t h = 2166136261u;
+
+	for (unsigned i = 0; i < net__ip_bits(ip) / 8; i++)
+		h = (h ^ ip->bytes[i]) * 16777619u;
+	return h & (NET_PIN_BUCKETS - 1);
+}
+
 _public_ int net_pin(struct net *n, const char *name, const struct net_ip *ips, size_t count)
 {
 	char lname[NET_DNS_NAME_MAX];
@@ -491,11 +504,13 @@ _public_ int net_pin(struct net *n, const char *name, const struct net_ip *ips, 
 	for (size_t i = 0; i < count && k == 0; i++) {
 		struct net_ip ip = ips[i];
 		bool dup = false;
+		uint32_t b;
 
 		if (ip.family != AF_INET && ip.family != AF_INET6)
 			continue;
 		net__normalize_ip(&ip);
-		for (size_t j = 0; j < p->n && !dup; j++)
+		b = net__pin_bucket(&ip);
+		for (uint32_t j = p->bucket[b]; j != NET_PIN_NONE && !dup; j = p->v[j].next)
 			dup = net__ip_eq(&p->v[j].ip, &ip) && streq(p->v[j].name, lname);
 		if (dup)
 			continue;
@@ -519,7 +534,9 @@ _public_ int net_pin(struct net *n, const char *name, const struct net_ip *ips, 
 			k = -ENOMEM;
 			break;
 		}
-		p->v[p->n++].ip = ip;
+		p->v[p->n].ip = ip;
+		p->v[p->n].next = p->bucket[b];
+		p->bucket[b] = (uint32_t)p->n++;
 	}
 	pthread_rwlock_unlock(&p->lock);
 	return k;

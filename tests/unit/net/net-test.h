@@ -103,3 +103,12 @@ static inline int test_load(struct net *n, const char *rules, const char *pins)
 	}
 	return 0;
 }
+
+/* Whether ip is the address written as s. */
+static inline bool test_ip_is(const struct net_ip *ip, const char *s)
+{
+	struct net_ip want = test_ip(s);
+
+	return ip->family == want.family &&
+	       memcmp(ip->bytes, want.bytes, ip->family == AF_INET ? 4 : 16) == 0;
+}
