@@ -192,7 +192,7 @@ static int inflate_frame(struct audit_reader *r, size_t off, size_t csize)
 
 			if (ncap > MAX_FRAME_CONTENT + ZSTD_DStreamOutSize()) {
 				set_err(r, "frame %llu at byte %zu: content larger than %zu bytes",
-					(unsigned long long)r->frame_index, off, MAX_FRAME_CONTENT);
+					(unsigned long long)r->cur_frame, off, MAX_FRAME_CONTENT);
 				return -EFBIG;
 			}
 			nb = realloc(r->out, ncap);
@@ -207,10 +207,10 @@ static int inflate_frame(struct audit_reader *r, size_t off, size_t csize)
 		if (ZSTD_isError(ret)) {
 			if (ZSTD_getErrorCode(ret) == ZSTD_error_checksum_wrong)
 				set_err(r, "frame %llu at byte %zu: content checksum mismatch",
-					(unsigned long long)r->frame_index, off);
+					(unsigned long long)r->cur_frame, off);
 			else
 				set_err(r, "frame %llu at byte %zu: corrupt (%s)",
-					(unsigned long long)r->frame_index, off,
+					(unsigned long long)r->cur_frame, off,
 					ZSTD_getErrorName(ret));
 			return -EBADMSG;
 		}
@@ -218,7 +218,7 @@ static int inflate_frame(struct audit_reader *r, size_t off, size_t csize)
 			return 0;
 		if (in.pos == in.size && out.pos < out.size) {
 			set_err(r, "frame %llu at byte %zu: ends early",
-				(unsigned long long)r->frame_index, off);
+				(unsigned long long)r->cur_frame, off);
 			return -EBADMSG;
 		}
 	}
