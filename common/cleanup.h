@@ -76,3 +76,10 @@ static inline void killreap_pidp(pid_t *pid)
 		(fd) = -1;                                                                         \
 		_fd;                                                                               \
 	})
+
+#include <dirent.h>
+static inline void closedirp_(DIR **d)
+{
+	if (*d)
+		closedir(*d);
+}

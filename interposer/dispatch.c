@@ -1,0 +1,968 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Dispatch: the handlers for every notified syscall.
+ *
+ * The rule that governs this file (DESIGN.md invariants 1 and 2): a handler copies what
+ * it needs out of the tracee exactly once, re-validates the notification id after the
+ * last read (the tracee may have died and its pid been reused), and from then on acts
+ * only on its own copy. Results are produced by the supervisor itself (vfs_* on host
+ * fds) and handed back: an fd through ADDFD, a struct by writing it into the tracee, or
+ * a plain return value. CONTINUE is answered only for exec (layer 1 enforces the same
+ * view), chdir (grants nothing by itself: every later relative path is resolved from
+ * the canonical cwd again), and personality (decided on a register, not on memory).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+#include <utime.h>
+
+#include "cleanup.h"
+#include "dispatch.h"
+#include "log.h"
+#include "macros.h"
+#include "missing-seccomp.h"
+
+uint64_t now_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+#define ARG(c, i) ((c)->req->data.args[i])
+
+/* --- argument helpers --------------------------------------------------------------- */
+
+/* Copy a path argument; -errno for the program on failure. */
+static int copy_path(struct sup_call *c, uint64_t addr, char *buf)
+{
+	int r = mem_read_string(c->tid, addr, buf, PATH_MAX);
+
+	if (r < 0)
+		return r;
+	if (buf == c->path)
+		c->has_path = true;
+	else
+		c->has_path2 = true;
+	return 0;
+}
+
+/* After the last read of tracee memory and before acting on it (invariant 2). */
+static bool still_valid(struct sup_call *c)
+{
+	return notify_id_valid(c->s->listener, c->req->id);
+}
+
+/*
+ * The canonical virtual path of the directory a relative path starts from: the
+ * thread's cwd (AT_FDCWD) or the directory behind dirfd. Read from procfs as the
+ * supervisor sees it: in unnamespaced mode that is the host path (virtual == host); in
+ * namespaced mode the kernel prints the path relative to the sandbox's own root, which
+ * is the virtual path.
+ */
+static int dir_base(struct sup_call *c, int64_t dirfd, char *buf, size_t len)
+{
+	char proc[64];
+	struct stat st;
+	ssize_t n;
+
+	if ((int)dirfd == AT_FDCWD)
+		snprintf(proc, sizeof(proc), "/proc/%d/cwd", c->tid);
+	else if ((int)dirfd < 0)
+		return -EBADF;
+	else
+		snprintf(proc, sizeof(proc), "/proc/%d/fd/%d", c->tid, (int)dirfd);
+	n = readlink(proc, buf, len - 1);
+	if (n < 0)
+		return errno == ENOENT ? -EBADF : -errno;
+	buf[n] = '\0';
+	if (buf[0] != '/')
+		return -ENOTDIR; /* socket:[..], pipe:[..], anon_inode:... */
+	if (stat(proc, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	if (!c->s->namespaced)
+		return 0;
+	/* In namespaced mode the mapping may be a remap: ask the vfs for the view. */
+	return 0;
+}
+
+/* Fill a vfs_caller for dirfd-relative path resolution. base_buf must outlive it. */
+static int make_caller(struct sup_call *c, int64_t dirfd, const char *path, char *base_buf,
+		       struct vfs_caller *ret)
+{
+	int r;
+
+	*ret = (struct vfs_caller){ .pid = c->tid, .tgid = c->tid, .base = NULL };
+	if (path[0] == '/') {
+		ret->base = "/";
+		return 0;
+	}
+	r = dir_base(c, dirfd, base_buf, PATH_MAX);
+	if (r == -ENOTDIR) {
+		ret->base = NULL; /* vfs answers ENOTDIR for relative paths */
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	ret->base = base_buf;
+	return 0;
+}
+
+static void set_result(struct sup_call *c, int r)
+{
+	if (r < 0) {
+		c->err = -r;
+		c->policy_denied = c->verdict.denied;
+	} else {
+		c->result = r;
+	}
+	c->outcome = CALL_REPLY;
+}
+
+static void deny(struct sup_call *c, int err, const char *rule)
+{
+	c->err = err;
+	c->policy_denied = true;
+	snprintf(c->verdict.rule, sizeof(c->verdict.rule), "%s", rule);
+	c->verdict.err = err;
+	c->verdict.denied = true;
+	c->outcome = CALL_REPLY;
+}
+
+/* The tracee's fd as an fd of ours (same open file description). */
+static int tracee_getfd(pid_t tid, int fd)
+{
+	_cleanup_close_ int pidfd = -1;
+	int r;
+
+	pidfd = (int)syscall(SYS_pidfd_open, tid, PIDFD_THREAD);
+	if (pidfd < 0 && errno == EINVAL)
+		pidfd = (int)syscall(SYS_pidfd_open, tid, 0);
+	if (pidfd < 0)
+		return -ESRCH;
+	r = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+	return r < 0 ? (errno == EBADF ? -EBADF : negative_errno()) : r;
+}
+
+/* --- open family ---------------------------------------------------------------------- */
+
+static void do_open(struct sup_call *c, int64_t dirfd, uint64_t path_addr, int flags,
+		    mode_t mode, uint64_t resolve)
+{
+	char base[PATH_MAX];
+	struct vfs_caller caller;
+	int r;
+
+	sc_format_oflags((uint64_t)(unsigned)flags, c->flags_text, sizeof(c->flags_text));
+	r = copy_path(c, path_addr, c->path);
+	if (r < 0)
+		return set_result(c, r);
+	if (!still_valid(c))
+		return set_result(c, -ESRCH);
+	r = make_caller(c, dirfd, c->path, base, &caller);
+	if (r < 0)
+		return set_result(c, r);
+	r = vfs_open(c->s->vfs, &caller, c->path, flags, mode, resolve, &c->verdict);
+	if (r < 0)
+		return set_result(c, r);
+	c->fd = r;
+	c->fd_flags = (flags & O_CLOEXEC) ? O_CLOEXEC : 0;
+	c->outcome = CALL_ADDFD;
+}
+
+static void handle_openat2(struct sup_call *c)
+{
+	struct open_how how = { 0 };
+	size_t size = (size_t)ARG(c, 3);
+	int r;
+
+	if (size < sizeof(uint64_t) * 3 - 0 || size > 4096)
+		return set_result(c, size < sizeof(how) ? -EINVAL : -E2BIG);
+	if (size > sizeof(how)) {
+		/* Larger structs are fine as long as the extension is all zero. */
+		char extra[4096 - sizeof(how)];
+		r = mem_read(c->tid, ARG(c, 2) + sizeof(how), extra, size - sizeof(how));
+		if (r < 0)
+			return set_result(c, r);
+		for (size_t i = 0; i < size - sizeof(how); i++)
+			if (extra[i])
+				return set_result(c, -E2BIG);
+		size = sizeof(how);
+	}
+	r = mem_read(c->tid, ARG(c, 2), &how, size);
+	if (r < 0)
+		return set_result(c, r);
+	if (how.flags >> 32)
+		return set_result(c, -EINVAL);
+	do_open(c, (int64_t)ARG(c, 0), ARG(c, 1), (int)how.flags, (mode_t)how.mode, how.resolve);
+}
+
+/* --- stat family ---------------------------------------------------------------------- */
+
+static int write_back(struct sup_call *c, uint64_t addr, const void *buf, size_t len)
+{
+	return mem_write(c->tid, addr, buf, len);
+}
+
+/* fstat(fd)-style requests: AT_EMPTY_PATH with "" (or NULL for statx) name an fd, not a
+ * path. Stat it through the thread's /proc fd link, which reaches the very object. */
+static int stat_fd(struct sup_call *c, int64_t fd, struct stat *st)
+{
+	char proc[64];
+
+	if ((int)fd == AT_FDCWD)
+		snprintf(proc, sizeof(proc), "/proc/%d/cwd", c->tid);
+	else if ((int)fd < 0)
+		return -EBADF;
+	else
+		snprintf(proc, sizeof(proc), "/proc/%d/fd/%d", c->tid, (int)fd);
+	if (stat(proc, st) < 0)
+		return errno == ENOENT ? -EBADF : negative_errno();
+	return 0;
+}
+
+static void do_stat(struct sup_call *c, int64_t dirfd, uint64_t path_addr, uint64_t buf_addr,
+		    int flags)
+{
+	char base[PATH_MAX];
+	struct vfs_caller caller;
+	struct stat st;
+	int r;
+
+	sc_format_atflags((uint64_t)(unsigned)flags, c->flags_text, sizeof(c->flags_text));
+	r = copy_path(c, path_addr, c->path);
+	if (r < 0)
+		return set_result(c, r);
+	if (!still_valid(c))
+		return set_result(c, -ESRCH);
+	if (c->path[0] == '\0') {
+		if (!(flags & AT_EMPTY_PATH))
+			return set_result(c, -ENOENT);
+		r = stat_fd(c, dirfd, &st);
+	} else {
+		r = make_caller(c, dirfd, c->path, base, &caller);
+		if (r >= 0)
+			r = vfs_stat(c->s->vfs, &caller, c->path, flags & ~AT_EMPTY_PATH, &st,
+				     &c->verdict);
+	}
+	if (r >= 0)
+		r = write_back(c, buf_addr, &st, sizeof(st));
+	set_result(c, r < 0 ? r : 0);
+}
+
+static void handle_statx(struct sup_call *c)
+{
+	int64_t dirfd = (int64_t)ARG(c, 0);
+	int flags = (int)ARG(c, 2);
+	unsigned mask = (unsigned)ARG(c, 3);
+	char base[PATH_MAX];
+	struct vfs_caller caller;
+	struct statx stx;
+	int r;
+
+	sc_format_atflags((uint64_t)(unsigned)flags, c->flags_text, sizeof(c->flags_text));
+	if (ARG(c, 1) == 0) {
+		c->path[0] = '\0'; /* Linux 6.11: statx(fd, NULL, AT_EMPTY_PATH) */
+	} else {
+		r = copy_path(c, ARG(c, 1), c->path);
+		if (r < 0)
+			return set_result(c, r);
+	}
+	if (!still_valid(c))
+		return set_result(c, -ESRCH);
+	memset(&stx, 0, sizeof(stx));
+	if (c->path[0] == '\0') {
+		char proc[64];
+
+		if (!(flags & AT_EMPTY_PATH))
+			return set_result(c, -ENOENT);
+		if ((int)dirfd == AT_FDCWD)
+			snprintf(proc, sizeof(proc), "/proc/%d/cwd", c->tid);
+		else
+			snprintf(proc, sizeof(proc), "/proc/%d/fd/%d", c->tid, (int)dirfd);
+		r = RET_NERRNO(statx(AT_FDCWD, proc, flags & ~(AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW),
+				     mask, &stx));
+		if (r == -ENOENT)
+			r = -EBADF;
+	} else {
+		r = make_caller(c, dirfd, c->path, base, &caller);
+		if (r >= 0)
+			r = vfs_statx(c->s->vfs, &caller, c->path, flags & ~AT_EMPTY_PATH, mask, &stx,
+				      &c->verdict);
+	}
+	if (r >= 0)
+		r = write_back(c, ARG(c, 4), &stx, sizeof(stx));
+	set_result(c, r < 0 ? r : 0);
+}
+
+/* --- generic one-path operations ------------------------------------------------------ */
+
+/* Copy the path at args[path_arg], relative to dirfd (AT_FDCWD for the old syscalls),
+ * re-validate and build the caller. Returns <0 when the call is already answered. */
+static int prep_path(struct sup_call *c, int64_t dirfd, uint64_t path_addr, char *path,
+		     char *base, struct vfs_caller *caller)
+{
+	int r = copy_path(c, path_addr, path);
+
+	if (r < 0) {
+		set_result(c, r);
+		return r;
+	}
+	if (!still_valid(c)) {
+		set_result(c, -ESRCH);
+		return -ESRCH;
+	}
+	r = make_caller(c, dirfd, path, base, caller);
+	if (r < 0) {
+		set_result(c, r);
+		return r;
+	}
+	return 0;
+}
+
+static void handle_access(struct sup_call *c, int64_t dirfd, uint64_t path, int mode, int flags)
+{
+	char base[PATH_MAX];
+	struct vfs_caller caller;
+
+	if (prep_path(c, dirfd, path, c->path, base, &caller) < 0)
+		return;
+	set_result(c, vfs_access(c->s->vfs, &caller, c->path, mode, flags, &c->verdict));
+}
+
+static void handle_readlink(struct sup_call *c, int64_t dirfd, uint64_t path, uint64_t buf,
+			    int64_t size)
+{
+	char base[PATH_MAX], out[PATH_MAX];
+	struct vfs_caller caller;
+	int r;
+
+	if (size <= 0)
+		return set_result(c, -EINVAL);
+	if (prep_path(c, dirfd, path, c->path, base, &caller) < 0)
+		return;
+	r = vfs_readlink(c->s->vfs, &caller, c->path, out, sizeof(out), &c->verdict);
+	if (r >= 0) {
+		size_t n = MIN((size_t)r, (size_t)size);
+		int w = write_back(c, buf, out, n);
+		r = w < 0 ? w : (int)n;
+	}
+	set_result(c, r);
+}
+
+static void handle_mkdir(struct sup_call *c, int64_t dirfd, uint64_t path, mode_t mode)
+{
+	char base[PATH_MAX];
+	struct vfs_caller caller;
+
+	if (prep_path(c, dirfd, path, c->path, base, &caller) < 0)
+		return;
+	set_result(c, vfs_mkdir(c->s->vfs, &caller, c->path, mode, &c->verdict));
+}
+
+static void handle_mknod(struct sup_call *c, int64_t dirfd, uint64_t path, mode_t mode, dev_t dev)
+{
+	char base[PATH_MAX];
+	struct vfs_caller caller;
+
+	if (prep_path(c, dirfd, path, c->path, base, &caller) < 0)
+		return;
+	set_result(c, vfs_mknod(c->s->vfs, &caller, c->path, mode, dev, &c->verdict));
+}
+
+static void handle_unlink(struct sup_call *c, int64_t dirfd, uint64_t path, int flags)
+{
+	char base[PATH_MAX];
+	struct vfs_caller caller;
+
+	if (prep_path(c, dirfd, path, c->path, base, &caller) < 0)
+		return;
+	set_result(c, vfs_unlink(c->s->vfs, &caller, c->path, flags, &c->verdict));
+}
+
+/* rename/link: two paths, each with its own dirfd. */
+static void handle_two_paths(struct sup_call *c, int64_t olddirfd, uint64_t oldpath,
+			     int64_t newdirfd, uint64_t newpath, unsigned flags, bool is_link)
+{
+	char obase[PATH_MAX], nbase[PATH_MAX];
+	struct vfs_caller oc, nc;
+	int r;
+
+	r = copy_path(c, oldpath, c->path);
+	if (r >= 0)
+		r = copy_path(c, newpath, c->path2);
+	if (r < 0)
+		return set_result(c, r);
+	if (!still_valid(c))
+		return set_result(c, -ESRCH);
+	r = make_caller(c, olddirfd, c->path, obase, &oc);
+	if (r >= 0)
+		r = make_caller(c, newdirfd, c->path2, nbase, &nc);
+	if (r < 0)
+		return set_result(c, r);
+	if (is_link)
+		r = vfs_link(c->s->vfs, &oc, c->path, &nc, c->path2, (int)flags, &c->verdict);
+	else
+		r = vfs_rename(c->s->vfs, &oc, c->path, &nc, c->path2, flags, &c->verdict);
+	set_result(c, r);
+}
+
+static void handle_symlink(struct sup_call *c, uint64_t target, int64_t newdirfd, uint64_t linkpath)
+{
+	char base[PATH_MAX];
+	struct vfs_caller caller;
+	int r;
+
+	/* The target is stored text, never resolved now: copy it and decide on the link. */
+	r = copy_path(c, target, c->path2);
+	if (r < 0)
+		return set_result(c, r);
+	if (prep_path(c, newdirfd, linkpath, c->path, base, &caller) < 0)
+		return;
+	set_result(c, vfs_symlink(c->s->vfs, c->path2, &caller, c->path, &c->verdict));
+}
+
+static void handle_chmod(struct sup_call *c, int64_t dirfd, uint64_t path, mode_t mode, int flags)
+{
+	char base[PATH_MAX];
+	struct vfs_caller caller;
+
+	if (prep_path(c, dirfd, path, c->path, base, &caller) < 0)
+		return;
+	set_result(c, vfs_chmod(c->s->vfs, &caller, c->path, mode, flags, &c->verdict));
+}
+
+static void handle_chown(struct sup_call *c, int64_t dirfd, uint64_t path, uid_t uid, gid_t gid,
+			 int flags)
+{
+	char base[PATH_MAX];
+	struct vfs_caller caller;
+
+	if (prep_path(c, dirfd, path, c->path, base, &caller) < 0)
+		return;
+	set_result(c, vfs_chown(c->s->vfs, &caller, c->path, uid, gid, flags, &c->verdict));
+}
+
+static void handle_truncate(struct sup_call *c)
+{
+	char base[PATH_MAX];
+	struct vfs_caller caller;
+
+	if (prep_path(c, AT_FDCWD, ARG(c, 0), c->path, base, &caller) < 0)
+		return;
+	set_result(c, vfs_truncate(c->s->vfs, &caller, c->path, (off_t)ARG(c, 1), &c->verdict));
+}
+
+/* utime, utimes, futimesat, utimensat: normalise to utimensat's timespec pair. A NULL
+ * path (futimens) names the fd: it is resolved through its /proc link to a path so the
+ * same write rule applies (an fd opened read-only on a ro mapping must not set times). */
+static void handle_utimes(struct sup_call *c, int64_t dirfd, uint64_t path_addr, uint64_t times_addr,
+			  int kind, int flags)
+{
+	struct timespec ts[2], *tsp = NULL;
+	char base[PATH_MAX];
+	struct vfs_caller caller;
+	int r;
+
+	if (times_addr) {
+		if (kind == 0) { /* utimensat: struct timespec[2] */
+			r = mem_read(c->tid, times_addr, ts, sizeof(ts));
+		} else if (kind == 1) { /* utimes/futimesat: struct timeval[2] */
+			struct timeval tv[2];
+			r = mem_read(c->tid, times_addr, tv, sizeof(tv));
+			for (int i = 0; i < 2 && r >= 0; i++)
+				ts[i] = (struct timespec){ tv[i].tv_sec, tv[i].tv_usec * 1000 };
+		} else { /* utime: struct utimbuf */
+			struct utimbuf ub;
+			r = mem_read(c->tid, times_addr, &ub, sizeof(ub));
+			ts[0] = (struct timespec){ ub.actime, 0 };
+			ts[1] = (struct timespec){ ub.modtime, 0 };
+		}
+		if (r < 0)
+			return set_result(c, r);
+		tsp = ts;
+	}
+	if (path_addr == 0 && kind == 0) {
+		char proc[64];
+		ssize_t n;
+
+		snprintf(proc, sizeof(proc), "/proc/%d/fd/%d", c->tid, (int)dirfd);
+		n = readlink(proc, c->path, PATH_MAX - 1);
+		if (n < 0 || c->path[0] != '/')
+			return set_result(c, n < 0 ? -EBADF : -EACCES);
+		c->path[n] = '\0';
+		c->has_path = true;
+		if (!still_valid(c))
+			return set_result(c, -ESRCH);
+		r = make_caller(c, AT_FDCWD, c->path, base, &caller);
+		flags &= ~AT_SYMLINK_NOFOLLOW;
+	} else {
+		r = prep_path(c, dirfd, path_addr, c->path, base, &caller);
+		if (r < 0)
+			return;
+	}
+	if (r < 0)
+		return set_result(c, r);
+	set_result(c, vfs_utimensat(c->s->vfs, &caller, c->path, tsp, flags, &c->verdict));
+}
+
+static void handle_statfs(struct sup_call *c)
+{
+	char base[PATH_MAX];
+	struct vfs_caller caller;
+	struct statfs sf;
+	int r;
+
+	if (prep_path(c, AT_FDCWD, ARG(c, 0), c->path, base, &caller) < 0)
+		return;
+	r = vfs_statfs(c->s->vfs, &caller, c->path, &sf, &c->verdict);
+	if (r >= 0)
+		r = write_back(c, ARG(c, 1), &sf, sizeof(sf));
+	set_result(c, r < 0 ? r : 0);
+}
+
+/* --- xattrs and inotify: resolved by the vfs, performed here on its O_PATH fd ------- */
+
+static void handle_xattr(struct sup_call *c, bool nofollow, int op)
+{
+	char base[PATH_MAX], name[XATTR_NAME_MAX + 1], name_unused[NAME_MAX + 1], proc[64];
+	char value[XATTR_SIZE_MAX > 65536 ? 65536 : XATTR_SIZE_MAX];
+	struct vfs_caller caller;
+	unsigned want;
+	size_t size;
+	int r, fd;
+
+	/* op: 0 get, 1 list, 2 set, 3 remove */
+	if (op != 1) {
+		r = mem_read_string(c->tid, ARG(c, 1), name, sizeof(name));
+		if (r < 0)
+			return set_result(c, r == -ENAMETOOLONG ? -ERANGE : r);
+	}
+	size = (size_t)(op == 3 ? 0 : ARG(c, op == 1 ? 2 : 3));
+	if (size > sizeof(value))
+		size = sizeof(value);
+	if (op == 2) {
+		r = mem_read(c->tid, ARG(c, 2), value, size);
+		if (r < 0)
+			return set_result(c, r);
+	}
+	if (prep_path(c, AT_FDCWD, ARG(c, 0), c->path, base, &caller) < 0)
+		return;
+	want = (op >= 2 ? VFS_WANT_WRITE : VFS_WANT_READ) | (nofollow ? VFS_WANT_NOFOLLOW : 0);
+	fd = vfs_resolve(c->s->vfs, &caller, c->path, want, name_unused, &c->verdict);
+	if (fd < 0)
+		return set_result(c, fd);
+	/* The O_PATH fd is the object itself; its /proc link lands on it without any
+	 * further lookup of a name the sandbox could swap. */
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	switch (op) {
+	case 0:
+		r = RET_NERRNO(getxattr(proc, name, size ? value : NULL, size));
+		if (r > 0 && size)
+			r = write_back(c, ARG(c, 2), value, (size_t)r) < 0 ? -EFAULT : r;
+		break;
+	case 1:
+		r = RET_NERRNO(listxattr(proc, size ? value : NULL, size));
+		if (r > 0 && size)
+			r = write_back(c, ARG(c, 1), value, (size_t)r) < 0 ? -EFAULT : r;
+		break;
+	case 2:
+		r = RET_NERRNO(setxattr(proc, name, value, size, (int)ARG(c, 4)));
+		break;
+	default:
+		r = RET_NERRNO(removexattr(proc, name));
+		break;
+	}
+	safe_close(fd);
+	set_result(c, r);
+}
+
+static void handle_inotify_add_watch(struct sup_call *c)
+{
+	char base[PATH_MAX], name[NAME_MAX + 1], proc[64];
+	_cleanup_close_ int ino = -1, fd = -1;
+	struct vfs_caller caller;
+	uint32_t mask = (uint32_t)ARG(c, 2);
+
+	if (prep_path(c, AT_FDCWD, ARG(c, 1), c->path, base, &caller) < 0)
+		return;
+	fd = vfs_resolve(c->s->vfs, &caller, c->path,
+			 VFS_WANT_READ | ((mask & IN_DONT_FOLLOW) ? VFS_WANT_NOFOLLOW : 0), name,
+			 &c->verdict);
+	if (fd < 0)
+		return set_result(c, fd);
+	ino = tracee_getfd(c->tid, (int)ARG(c, 0));
+	if (ino < 0)
+		return set_result(c, ino);
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	set_result(c, RET_NERRNO(inotify_add_watch(ino, proc, mask & ~IN_DONT_FOLLOW)));
+}
+
+/* --- directories -------------------------------------------------------------------- */
+
+static void handle_getdents64(struct sup_call *c)
+{
+	char proc[64], vdir[PATH_MAX];
+	_cleanup_close_ int fd = -1;
+	size_t count = (size_t)ARG(c, 2);
+	static __thread char buf[65536];
+	bool filter;
+	ssize_t n;
+
+	/* Emulated, not continued: the fd number is a register, but the fd table is not,
+	 * and another thread could dup2() a directory that needs filtering onto it. */
+	fd = tracee_getfd(c->tid, (int)ARG(c, 0));
+	if (fd < 0)
+		return set_result(c, fd);
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	n = readlink(proc, vdir, sizeof(vdir) - 1);
+	vdir[n > 0 ? n : 0] = '\0';
+	snprintf(c->path, sizeof(c->path), "%s", vdir);
+	c->has_path = n > 0;
+	filter = n > 0 && vdir[0] == '/' && vfs_dir_needs_filter(c->s->vfs, vdir);
+	count = MIN(count, sizeof(buf));
+	for (;;) {
+		size_t len;
+
+		/* Same open file description as the tracee's: the offset advances for it. */
+		n = syscall(SYS_getdents64, fd, buf, count);
+		if (n <= 0)
+			return set_result(c, n < 0 ? negative_errno() : 0);
+		len = filter ? vfs_filter_dirents(c->s->vfs, vdir, buf, (size_t)n) : (size_t)n;
+		/* An all-hidden batch must not look like the end of the directory. */
+		if (len == 0)
+			continue;
+		if (write_back(c, ARG(c, 1), buf, len) < 0)
+			return set_result(c, -EFAULT);
+		return set_result(c, (int)len);
+	}
+}
+
+/* --- exec, chdir, personality: checked, then continued ------------------------------- */
+
+static void handle_exec(struct sup_call *c, int64_t dirfd, uint64_t path, int flags)
+{
+	char base[PATH_MAX];
+	struct vfs_caller caller;
+	int r;
+
+	if ((flags & AT_EMPTY_PATH) && path) {
+		/* fexecve: the fd was opened through the vfs, whose rules already applied. */
+		r = copy_path(c, path, c->path);
+		if (r >= 0 && c->path[0] == '\0') {
+			c->outcome = CALL_CONTINUE;
+			return;
+		}
+	}
+	if (prep_path(c, dirfd, path, c->path, base, &caller) < 0)
+		return;
+	r = vfs_check_exec(c->s->vfs, &caller, c->path, &c->verdict);
+	if (r < 0)
+		return set_result(c, r);
+	/* Exec is continued: the kernel re-reads the path, but in namespaced mode the
+	 * mount namespace shows exactly the mapped view and in unnamespaced mode Landlock
+	 * holds the same rule, so a swapped path meets the same decision. */
+	c->outcome = CALL_CONTINUE;
+}
+
+static void handle_chdir(struct sup_call *c)
+{
+	char base[PATH_MAX];
+	struct vfs_caller caller;
+	int r;
+
+	if (prep_path(c, AT_FDCWD, ARG(c, 0), c->path, base, &caller) < 0)
+		return;
+	r = vfs_check_chdir(c->s->vfs, &caller, c->path, &c->verdict);
+	if (r < 0)
+		return set_result(c, r);
+	c->outcome = CALL_CONTINUE;
+}
+
+static void handle_personality(struct sup_call *c)
+{
+	uint32_t persona = (uint32_t)ARG(c, 0);
+
+	if (persona == 0 || persona == 0xffffffffu) {
+		c->outcome = CALL_CONTINUE;
+		return;
+	}
+	deny(c, EPERM, "personality other than PER_LINUX is refused");
+}
+
+/* --- the switch ----------------------------------------------------------------------- */
+
+static void handle(struct sup_call *c)
+{
+	switch (c->e->id) {
+#ifdef __NR_open
+	case SC_open:
+		return do_open(c, AT_FDCWD, ARG(c, 0), (int)ARG(c, 1), (mode_t)ARG(c, 2), 0);
+	case SC_creat:
+		return do_open(c, AT_FDCWD, ARG(c, 0), O_CREAT | O_WRONLY | O_TRUNC, (mode_t)ARG(c, 1), 0);
+	case SC_stat:
+		return do_stat(c, AT_FDCWD, ARG(c, 0), ARG(c, 1), 0);
+	case SC_lstat:
+		return do_stat(c, AT_FDCWD, ARG(c, 0), ARG(c, 1), AT_SYMLINK_NOFOLLOW);
+	case SC_access:
+		return handle_access(c, AT_FDCWD, ARG(c, 0), (int)ARG(c, 1), 0);
+	case SC_readlink:
+		return handle_readlink(c, AT_FDCWD, ARG(c, 0), ARG(c, 1), (int64_t)ARG(c, 2));
+	case SC_mkdir:
+		return handle_mkdir(c, AT_FDCWD, ARG(c, 0), (mode_t)ARG(c, 1));
+	case SC_mknod:
+		return handle_mknod(c, AT_FDCWD, ARG(c, 0), (mode_t)ARG(c, 1), (dev_t)ARG(c, 2));
+	case SC_unlink:
+		return handle_unlink(c, AT_FDCWD, ARG(c, 0), 0);
+	case SC_rmdir:
+		return handle_unlink(c, AT_FDCWD, ARG(c, 0), AT_REMOVEDIR);
+	case SC_rename:
+		return handle_two_paths(c, AT_FDCWD, ARG(c, 0), AT_FDCWD, ARG(c, 1), 0, false);
+	case SC_link:
+		return handle_two_paths(c, AT_FDCWD, ARG(c, 0), AT_FDCWD, ARG(c, 1), 0, true);
+	case SC_symlink:
+		return handle_symlink(c, ARG(c, 0), AT_FDCWD, ARG(c, 1));
+	case SC_chmod:
+		return handle_chmod(c, AT_FDCWD, ARG(c, 0), (mode_t)ARG(c, 1), 0);
+	case SC_chown:
+		return handle_chown(c, AT_FDCWD, ARG(c, 0), (uid_t)ARG(c, 1), (gid_t)ARG(c, 2), 0);
+	case SC_lchown:
+		return handle_chown(c, AT_FDCWD, ARG(c, 0), (uid_t)ARG(c, 1), (gid_t)ARG(c, 2),
+				    AT_SYMLINK_NOFOLLOW);
+	case SC_utime:
+		return handle_utimes(c, AT_FDCWD, ARG(c, 0), ARG(c, 1), 2, 0);
+	case SC_utimes:
+		return handle_utimes(c, AT_FDCWD, ARG(c, 0), ARG(c, 1), 1, 0);
+	case SC_futimesat:
+		return handle_utimes(c, (int64_t)ARG(c, 0), ARG(c, 1), ARG(c, 2), 1, 0);
+	case SC_getdents:
+		/* glibc uses getdents64 only; the legacy layout is not filtered. */
+		return deny(c, ENOSYS, "legacy getdents is not emulated (use getdents64)");
+#endif
+	case SC_openat:
+		return do_open(c, (int64_t)ARG(c, 0), ARG(c, 1), (int)ARG(c, 2), (mode_t)ARG(c, 3), 0);
+	case SC_openat2:
+		return handle_openat2(c);
+	case SC_newfstatat:
+		return do_stat(c, (int64_t)ARG(c, 0), ARG(c, 1), ARG(c, 2), (int)ARG(c, 3));
+	case SC_statx:
+		return handle_statx(c);
+	case SC_faccessat:
+		return handle_access(c, (int64_t)ARG(c, 0), ARG(c, 1), (int)ARG(c, 2), 0);
+	case SC_faccessat2:
+		return handle_access(c, (int64_t)ARG(c, 0), ARG(c, 1), (int)ARG(c, 2), (int)ARG(c, 3));
+	case SC_readlinkat:
+		return handle_readlink(c, (int64_t)ARG(c, 0), ARG(c, 1), ARG(c, 2), (int64_t)ARG(c, 3));
+	case SC_mkdirat:
+		return handle_mkdir(c, (int64_t)ARG(c, 0), ARG(c, 1), (mode_t)ARG(c, 2));
+	case SC_mknodat:
+		return handle_mknod(c, (int64_t)ARG(c, 0), ARG(c, 1), (mode_t)ARG(c, 2), (dev_t)ARG(c, 3));
+	case SC_unlinkat:
+		return handle_unlink(c, (int64_t)ARG(c, 0), ARG(c, 1), (int)ARG(c, 2));
+	case SC_renameat:
+		return handle_two_paths(c, (int64_t)ARG(c, 0), ARG(c, 1), (int64_t)ARG(c, 2), ARG(c, 3),
+					0, false);
+	case SC_renameat2:
+		return handle_two_paths(c, (int64_t)ARG(c, 0), ARG(c, 1), (int64_t)ARG(c, 2), ARG(c, 3),
+					(unsigned)ARG(c, 4), false);
+	case SC_linkat:
+		return handle_two_paths(c, (int64_t)ARG(c, 0), ARG(c, 1), (int64_t)ARG(c, 2), ARG(c, 3),
+					(unsigned)ARG(c, 4), true);
+	case SC_symlinkat:
+		return handle_symlink(c, ARG(c, 0), (int64_t)ARG(c, 1), ARG(c, 2));
+	case SC_fchmodat:
+		return handle_chmod(c, (int64_t)ARG(c, 0), ARG(c, 1), (mode_t)ARG(c, 2), 0);
+	case SC_fchmodat2:
+		return handle_chmod(c, (int64_t)ARG(c, 0), ARG(c, 1), (mode_t)ARG(c, 2), (int)ARG(c, 3));
+	case SC_fchownat:
+		return handle_chown(c, (int64_t)ARG(c, 0), ARG(c, 1), (uid_t)ARG(c, 2), (gid_t)ARG(c, 3),
+				    (int)ARG(c, 4));
+	case SC_truncate:
+		return handle_truncate(c);
+	case SC_utimensat:
+		return handle_utimes(c, (int64_t)ARG(c, 0), ARG(c, 1), ARG(c, 2), 0, (int)ARG(c, 3));
+	case SC_statfs:
+		return handle_statfs(c);
+	case SC_getxattr:
+		return handle_xattr(c, false, 0);
+	case SC_lgetxattr:
+		return handle_xattr(c, true, 0);
+	case SC_listxattr:
+		return handle_xattr(c, false, 1);
+	case SC_llistxattr:
+		return handle_xattr(c, true, 1);
+	case SC_setxattr:
+		return handle_xattr(c, false, 2);
+	case SC_lsetxattr:
+		return handle_xattr(c, true, 2);
+	case SC_removexattr:
+		return handle_xattr(c, false, 3);
+	case SC_lremovexattr:
+		return handle_xattr(c, true, 3);
+	case SC_inotify_add_watch:
+		return handle_inotify_add_watch(c);
+	case SC_getdents64:
+		return handle_getdents64(c);
+	case SC_chdir:
+		return handle_chdir(c);
+	case SC_execve:
+		return handle_exec(c, AT_FDCWD, ARG(c, 0), 0);
+	case SC_execveat:
+		return handle_exec(c, (int64_t)ARG(c, 0), ARG(c, 1), (int)ARG(c, 4));
+	case SC_personality:
+		return handle_personality(c);
+	case SC_connect:
+	case SC_bind:
+	case SC_sendto:
+	case SC_sendmsg:
+	case SC_sendmmsg:
+		return handle_net(c);
+	default:
+		/* A syscall the table notifies but no handler knows: fail closed. */
+		return deny(c, ENOSYS, "no handler for this notified syscall");
+	}
+}
+
+/* --- reply and account ---------------------------------------------------------------- */
+
+static enum audit_decision audit_decision_of(const struct sup_call *c)
+{
+	if (c->policy_denied)
+		return AUDIT_DENIED;
+	if (c->outcome == CALL_CONTINUE)
+		return AUDIT_CONTINUED;
+	return AUDIT_EMULATED;
+}
+
+static void report_denial(struct sup_call *c)
+{
+	struct sup_ctx *s = c->s;
+	const char *en = sc_errno_name(c->err);
+
+	atomic_fetch_add(&s->n.denied, 1);
+	if ((unsigned)c->e->id < _SC_ID_MAX)
+		atomic_fetch_add(&s->denials_by_id[c->e->id], 1);
+	if (!s->verbose)
+		return;
+	if (c->addr[0])
+		log_notice("denied %s %s (%s): %s", c->e->name, c->addr, c->verdict.rule,
+			   en ? en : "error");
+	else
+		log_notice("denied %s \"%s\" (%s): %s", c->e->name, c->has_path ? c->path : "",
+			   c->verdict.rule[0] ? c->verdict.rule : "policy", en ? en : "error");
+}
+
+static void record(struct sup_call *c, uint64_t latency)
+{
+	struct audit_sys a;
+	char comm[32] = "";
+
+	if (!c->s->audit)
+		return;
+	{
+		char p[64];
+		_cleanup_close_ int fd = -1;
+		ssize_t n;
+
+		snprintf(p, sizeof(p), "/proc/%d/comm", c->tid);
+		fd = open(p, O_RDONLY | O_CLOEXEC);
+		n = fd >= 0 ? read(fd, comm, sizeof(comm) - 1) : -1;
+		comm[n > 0 ? n - 1 : 0] = '\0';
+	}
+	a = (struct audit_sys){
+		.mono_ns = c->t0,
+		.pid = c->tid,
+		.tid = c->tid,
+		.comm = comm,
+		.syscall = c->e->name,
+		.nr = c->req->data.nr,
+		.path = c->has_path ? c->path : NULL,
+		.resolved = c->verdict.vpath[0] ? c->verdict.vpath : NULL,
+		.path2 = c->has_path2 ? c->path2 : NULL,
+		.addr = c->addr[0] ? c->addr : NULL,
+		.flags = c->flags_text[0] ? c->flags_text : NULL,
+		.decision = audit_decision_of(c),
+		.rule = c->verdict.rule[0] ? c->verdict.rule : NULL,
+		.result = c->result,
+		.err = c->err,
+		.latency_ns = latency,
+	};
+	memcpy(a.args, c->req->data.args, sizeof(a.args));
+	audit_sys(c->s->audit, &a);
+}
+
+void dispatch_one(struct sup_ctx *s, const struct seccomp_notif *req)
+{
+	struct sup_call c;
+	int r = 0;
+
+	/* Only the fields that must start clean: the path buffers are written before use. */
+	c.s = s;
+	c.req = req;
+	c.tid = (pid_t)req->pid;
+	c.t0 = now_mono_ns();
+	c.outcome = CALL_REPLY;
+	c.result = 0;
+	c.err = 0;
+	c.policy_denied = false;
+	c.fd = -1;
+	c.fd_flags = 0;
+	c.has_path = c.has_path2 = false;
+	c.path[0] = c.path2[0] = c.addr[0] = c.flags_text[0] = '\0';
+	c.verdict.err = 0;
+	c.verdict.denied = false;
+	c.verdict.rule[0] = c.verdict.vpath[0] = '\0';
+
+	atomic_fetch_add(&s->n.notified, 1);
+	c.e = req->data.arch == s->arch ? sc_lookup(s->arch, req->data.nr) : NULL;
+	if (!c.e) {
+		/* The filter only notifies what the table lists, so this is a table bug or a
+		 * foreign arch: deny rather than guess. */
+		notify_reply(s->listener, req->id, 0, ENOSYS);
+		return;
+	}
+
+	handle(&c);
+
+	switch (c.outcome) {
+	case CALL_ADDFD:
+		r = notify_addfd_send(s->listener, req->id, c.fd, c.fd_flags);
+		if (r >= 0)
+			c.result = r;
+		safe_close(c.fd);
+		break;
+	case CALL_CONTINUE:
+		atomic_fetch_add(&s->n.continued, 1);
+		r = notify_continue(s->listener, req->id);
+		break;
+	case CALL_REPLY:
+		r = notify_reply(s->listener, req->id, c.result, c.err);
+		break;
+	case CALL_REPLIED:
+	default:
+		break;
+	}
+	if (r == -ENOENT)
+		/* The thread died or was interrupted while we worked: not our failure. */
+		atomic_fetch_add(&s->n.gone, 1);
+	else if (r < 0)
+		atomic_fetch_add(&s->n.errors, 1);
+	if (c.outcome != CALL_CONTINUE)
+		atomic_fetch_add(&s->n.emulated, 1);
+	if (c.policy_denied)
+		report_denial(&c);
+	record(&c, now_mono_ns() - c.t0);
+}

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dispatch: one notification -> decode -> copy -> re-validate -> decide -> emulate/deny/
+ * continue -> reply -> account. Handlers fill a struct sup_call; dispatch_one() replies
+ * and records.
+ */
+#pragma once
+
+#include <limits.h>
+#include <linux/seccomp.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "audit.h"
+#include "sc.h"
+#include "sup.h"
+#include "vfs.h"
+
+enum call_outcome {
+	CALL_REPLY,      /* reply with result / err */
+	CALL_ADDFD,      /* install fd (O_CLOEXEC per fd_flags) and return its number */
+	CALL_CONTINUE,   /* let the kernel run it (exec, chdir, personality: see each) */
+	CALL_REPLIED,    /* the handler already replied (e.g. SETFD + reply) */
+};
+
+struct sup_counters {
+	atomic_uint_fast64_t notified, emulated, denied, continued, errors, gone;
+};
+
+/* Shared, read-mostly state of the supervisor loop. */
+struct sup_ctx {
+	int listener;
+	uint32_t arch;
+	bool namespaced;
+	bool verbose;
+	struct vfs *vfs;
+	struct net *net;
+	struct audit_writer *audit;
+	pid_t init_host_pid;              /* namespaced: pid 1 of the sandbox, else 0 */
+	pid_t cmd_host_pid;
+	struct sup_counters n;
+	/* per-syscall denial counts for the summary line */
+	atomic_uint denials_by_id[_SC_ID_MAX];
+	uint64_t start_mono_ns;
+};
+
+struct sup_call {
+	struct sup_ctx *s;
+	const struct seccomp_notif *req;
+	const struct sc_entry *e;
+	pid_t tid;
+	uint64_t t0;
+
+	enum call_outcome outcome;
+	int64_t result;
+	int err;                /* errno for the program */
+	bool policy_denied;     /* err came from a rule, not from the host */
+	int fd;                 /* CALL_ADDFD: our fd to install (closed by dispatch) */
+	unsigned fd_flags;
+
+	char path[PATH_MAX];
+	char path2[PATH_MAX];
+	char addr[128];
+	char flags_text[128];
+	bool has_path, has_path2;
+	struct vfs_verdict verdict;
+};
+
+void dispatch_one(struct sup_ctx *s, const struct seccomp_notif *req);
+uint64_t now_mono_ns(void);
+
+/* net.c: socket syscalls (connect, bind, sendto, sendmsg, sendmmsg). */
+void handle_net(struct sup_call *c);

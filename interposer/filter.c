@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The seccomp filter, built from the syscall table with libseccomp.
+ *
+ * Compiled once in the supervisor (before fork) and exported to a BPF program, so the
+ * child only makes one seccomp(2) call. Layout:
+ *   - any architecture but the native one, and x32 numbers on x86_64, kill the process
+ *     (libseccomp's bad-arch action; i386 `int 0x80` lands here);
+ *   - SC_DENY rows return their errno, SC_KILL rows kill;
+ *   - SC_NOTIFY rows go to the supervisor;
+ *   - SC_ARGS rows get argument checks on register values only (never on memory, which
+ *     the tracee could change after the check);
+ *   - numbers the table does not know (newer syscalls) fail with ENOSYS;
+ *   - everything else runs natively (the default action).
+ */
+#include <errno.h>
+#include <linux/filter.h>
+#include <linux/sched.h>
+#include <seccomp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "log.h"
+#include "macros.h"
+#include "missing-seccomp.h"
+#include "sup.h"
+
+#ifndef TIOCLINUX
+#define TIOCLINUX 0x541C
+#endif
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(scmp_filter_ctx, seccomp_release)
+
+/* Namespace flags that clone() must not carry: a new namespace is a place the
+ * supervisor's view does not describe. (clone3 is refused outright with ENOSYS because
+ * its flags live in memory; libc then falls back to clone.) */
+static const uint64_t clone_ns_flags[] = {
+	CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
+	CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
+};
+
+static int add_arg_rules(scmp_filter_ctx ctx, const struct sc_entry *e)
+{
+	int err = e->deny_errno ? e->deny_errno : EPERM;
+	int r = 0;
+
+	switch (e->id) {
+	case SC_clone:
+		for (size_t i = 0; i < ELEMENTSOF(clone_ns_flags) && r >= 0; i++)
+			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(err), e->nr, 1,
+					     SCMP_A0(SCMP_CMP_MASKED_EQ, clone_ns_flags[i],
+						     clone_ns_flags[i]));
+		return r;
+	case SC_ioctl:
+		/* The kernel compares the command as a 32-bit int: mask the upper half so
+		 * TIOCSTI | (1ul << 32) cannot slip past a 64-bit compare. */
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(err), e->nr, 1,
+				     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCSTI));
+		if (r >= 0)
+			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(err), e->nr, 1,
+					     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCLINUX));
+		return r;
+	case SC_seccomp:
+		/* A second listener would let the sandbox answer its own notifications with
+		 * CONTINUE: the most recently installed filter's USER_NOTIF wins. */
+		return seccomp_rule_add(ctx, SCMP_ACT_ERRNO(err), e->nr, 1,
+					SCMP_A1(SCMP_CMP_MASKED_EQ, SECCOMP_FILTER_FLAG_NEW_LISTENER,
+						SECCOMP_FILTER_FLAG_NEW_LISTENER));
+	case SC_socket:
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(err), e->nr, 1,
+				     SCMP_A0(SCMP_CMP_EQ, AF_PACKET));
+		if (r >= 0)
+			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(err), e->nr, 1,
+					     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_RAW));
+		/* libc needs NETLINK_ROUTE (getifaddrs); other netlink families reach
+		 * kernel subsystems the sandbox has no business with (audit, netfilter...). */
+		if (r >= 0)
+			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(err), e->nr, 2,
+					     SCMP_A0(SCMP_CMP_EQ, AF_NETLINK),
+					     SCMP_A2(SCMP_CMP_NE, 0));
+		return r;
+	case SC_personality:
+		/* Only PER_LINUX and the 0xffffffff query are allowed; libseccomp cannot
+		 * express "neither of two values" in one rule, so the supervisor decides on
+		 * the register value (no tracee memory involved, so CONTINUE is safe). */
+		return seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, e->nr, 0);
+	default:
+		log_debug("no argument rules for %s; left native", e->name);
+		return 0;
+	}
+}
+
+static int export_bpf(scmp_filter_ctx ctx, struct sock_fprog *ret)
+{
+	_cleanup_close_ int fd = -1;
+	struct sock_filter *insns;
+	off_t size;
+	int r;
+
+	/* libseccomp 2.5 exports only to an fd; a memfd keeps it off the filesystem. */
+	fd = memfd_create("moat-bpf", MFD_CLOEXEC);
+	if (fd < 0)
+		return negative_errno();
+	r = seccomp_export_bpf(ctx, fd);
+	if (r < 0)
+		return r;
+	size = lseek(fd, 0, SEEK_END);
+	if (size <= 0 || size % sizeof(struct sock_filter))
+		return -EINVAL;
+	insns = malloc((size_t)size);
+	if (!insns)
+		return -ENOMEM;
+	if (pread(fd, insns, (size_t)size, 0) != size) {
+		free(insns);
+		return -EIO;
+	}
+	ret->len = (unsigned short)(size / sizeof(struct sock_filter));
+	ret->filter = insns;
+	return 0;
+}
+
+int sup_filter_build(uint32_t arch, struct sock_fprog *ret_prog)
+{
+	_cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL;
+	int r;
+
+	ctx = seccomp_init(SCMP_ACT_ALLOW);
+	if (!ctx)
+		return -ENOMEM;
+	r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+	if (r < 0)
+		return r;
+	/* We set no_new_privs ourselves, earlier, for the whole launch sequence. */
+	r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
+	if (r < 0)
+		return r;
+	/* Let libseccomp order rules by priority: the notify set is hot. */
+	r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
+	if (r < 0)
+		log_debug("binary-tree filter optimisation unavailable: %s", strerror(-r));
+
+	for (size_t i = 0; i < sc_count(arch); i++) {
+		const struct sc_entry *e = sc_at(arch, i);
+
+		switch ((enum sc_handling)e->handling) {
+		case SC_NATIVE:
+			r = 0;
+			break;
+		case SC_NOTIFY:
+			if (e->id == SC_sendto)
+				/* send() is sendto(fd, buf, len, flags, NULL, 0): with no
+				 * address there is no name to decide on, and the register
+				 * value cannot change after the check. Keep it native. */
+				r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, e->nr, 1,
+						     SCMP_A4(SCMP_CMP_NE, 0));
+			else
+				r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, e->nr, 0);
+			break;
+		case SC_DENY:
+			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(e->deny_errno ? e->deny_errno : EPERM),
+					     e->nr, 0);
+			break;
+		case SC_KILL:
+			r = seccomp_rule_add(ctx, SCMP_ACT_KILL_PROCESS, e->nr, 0);
+			break;
+		case SC_ARGS:
+			r = add_arg_rules(ctx, e);
+			break;
+		case _SC_HANDLING_MAX:
+		default:
+			r = -EINVAL;
+			break;
+		}
+		if (r < 0)
+			return log_error_errno(r, "seccomp rule for %s: %s", e->name, strerror(-r));
+	}
+	/* Deny by default what the table does not describe: a syscall newer than the
+	 * table (say, a new *xattrat taking a path) must not run natively just because
+	 * nobody classified it yet. 1024 is well past every ABI's current end. */
+	for (int nr = 0; nr < 1024; nr++) {
+		if (sc_lookup(arch, nr))
+			continue;
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0);
+		if (r < 0)
+			return log_error_errno(r, "seccomp rule for unknown syscall %d: %s", nr,
+					       strerror(-r));
+	}
+	return export_bpf(ctx, ret_prog);
+}
+
+int sup_filter_install(const struct sock_fprog *prog, bool wait_killable)
+{
+	unsigned flags = SECCOMP_FILTER_FLAG_NEW_LISTENER;
+	long fd;
+
+	if (wait_killable)
+		flags |= SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV;
+	fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, prog);
+	if (fd < 0 && errno == EINVAL && wait_killable)
+		fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+			     SECCOMP_FILTER_FLAG_NEW_LISTENER, prog);
+	return fd < 0 ? negative_errno() : (int)fd;
+}

@@ -1,0 +1,458 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * moat: the command line. The only file that exits.
+ *
+ *   moat run [OPTIONS] -- COMMAND [ARG...]
+ *   moat syscalls [--arch A] [--json]
+ *   moat policy check FILE | moat policy show [--json] [RUN OPTIONS]
+ *   moat audit SUBCOMMAND ...
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <limits.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "audit.h"
+#include "log.h"
+#include "macros.h"
+#include "moat-config.h"
+#include "net.h"
+#include "policy.h"
+#include "proc-ops.h"
+#include "sc.h"
+#include "sup.h"
+#include "vfs.h"
+
+int moat_log_level = LOG_LEVEL_NOTICE;
+
+static const char run_usage[] =
+	"usage: moat run [OPTIONS] -- COMMAND [ARG...]\n"
+	"\n"
+	"Run COMMAND behind a seccomp filter; the supervisor performs every name-bearing\n"
+	"syscall itself against a filtered view of the host.\n"
+	"\n"
+	"Sandbox:\n"
+	"  --mode auto|namespaced|unnamespaced   kernel isolation (default auto)\n"
+	"  --policy FILE          directives from a policy file (moat-policy 1)\n"
+	"  --profile default|none start from the built-in profile (default) or nothing\n"
+	"  --ro-bind SRC[:DST]    --bind SRC[:DST]    --tmpfs DST[ SIZE]\n"
+	"  --hide GLOB            --deny GLOB         --file DST CONTENT|@HOSTFILE\n"
+	"  --chdir DIR            --allow-net DEST    --deny-net DEST    --allow-bind PORT\n"
+	"Process:\n"
+	"  --setenv NAME VALUE    --keep-env NAME     --stdin    --tty\n"
+	"Limits (for the whole run):\n"
+	"  --timeout SECS  --memory SIZE  --pids N  --cpu SECS  --nofile N  --fsize SIZE\n"
+	"  --strict               refuse to run when a limit cannot be enforced\n"
+	"Output:\n"
+	"  -v, --verbose          one line per denial on stderr\n"
+	"  -q, --quiet            no denial summary\n"
+	"  --report FILE          JSON result: status, reason, times, denials, changed files\n"
+	"  --audit FILE           decision stream (.moat); --audit-key FILE signs it\n"
+	"  --audit-stacks denied|all   --session ID   --tenant ID\n"
+	"\n"
+	"Exit status: the command's; 128+N if killed by signal N; 124 timeout; 125 moat\n"
+	"failed; 126 not executable or exec denied; 127 not found.\n";
+
+static const char main_usage[] =
+	"usage: moat run [OPTIONS] -- COMMAND [ARG...]\n"
+	"       moat syscalls [--arch x86_64|aarch64] [--json]\n"
+	"       moat policy check FILE\n"
+	"       moat policy show [--json] [RUN OPTIONS]\n"
+	"       moat audit dump|stats|verify|replay|suggest|keygen ...\n"
+	"       moat --version\n";
+
+_noreturn_ static void usage_fail(const char *usage, const char *fmt, const char *arg)
+{
+	fprintf(stderr, "moat: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\n%s", usage);
+	exit(MOAT_EXIT_FAILURE);
+}
+
+/* "512M", "2G", "1048576" -> bytes */
+static int parse_size(const char *s, uint64_t *ret)
+{
+	char *end;
+	unsigned long long v;
+	uint64_t mul = 1;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -EINVAL;
+	switch (*end) {
+	case 'k': case 'K': mul = 1ull << 10; end++; break;
+	case 'm': case 'M': mul = 1ull << 20; end++; break;
+	case 'g': case 'G': mul = 1ull << 30; end++; break;
+	case 't': case 'T': mul = 1ull << 40; end++; break;
+	case '\0': break;
+	default: return -EINVAL;
+	}
+	if (*end == 'i' || *end == 'B')
+		end++;
+	if (*end == 'B')
+		end++;
+	if (*end || v == 0 || v > UINT64_MAX / mul)
+		return -EINVAL;
+	*ret = v * mul;
+	return 0;
+}
+
+static int parse_u64(const char *s, uint64_t *ret)
+{
+	char *end;
+
+	errno = 0;
+	*ret = strtoull(s, &end, 10);
+	return errno || end == s || *end || *ret == 0 || s[0] == '-' ? -EINVAL : 0;
+}
+
+enum {
+	OPT_MODE = 1000, OPT_TTY, OPT_STDIN, OPT_STRICT, OPT_TIMEOUT, OPT_MEMORY, OPT_PIDS,
+	OPT_CPU, OPT_NOFILE, OPT_FSIZE, OPT_SETENV, OPT_KEEPENV, OPT_REPORT, OPT_AUDIT,
+	OPT_AUDIT_KEY, OPT_AUDIT_STACKS, OPT_SESSION, OPT_TENANT, OPT_POLICY, OPT_PROFILE,
+	OPT_DIRECTIVE, OPT_JSON,
+};
+
+/* Options that are policy directives: the same words as in a policy file. */
+static const char *const directive_opts[] = {
+	"ro-bind", "bind", "tmpfs", "hide", "deny", "file", "chdir",
+	"allow-net", "deny-net", "allow-bind",
+};
+
+static const struct option run_options[] = {
+	{ "mode", required_argument, NULL, OPT_MODE },
+	{ "tty", no_argument, NULL, OPT_TTY },
+	{ "stdin", no_argument, NULL, OPT_STDIN },
+	{ "strict", no_argument, NULL, OPT_STRICT },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+	{ "memory", required_argument, NULL, OPT_MEMORY },
+	{ "pids", required_argument, NULL, OPT_PIDS },
+	{ "cpu", required_argument, NULL, OPT_CPU },
+	{ "nofile", required_argument, NULL, OPT_NOFILE },
+	{ "fsize", required_argument, NULL, OPT_FSIZE },
+	{ "setenv", required_argument, NULL, OPT_SETENV },
+	{ "keep-env", required_argument, NULL, OPT_KEEPENV },
+	{ "report", required_argument, NULL, OPT_REPORT },
+	{ "audit", required_argument, NULL, OPT_AUDIT },
+	{ "audit-key", required_argument, NULL, OPT_AUDIT_KEY },
+	{ "audit-stacks", required_argument, NULL, OPT_AUDIT_STACKS },
+	{ "session", required_argument, NULL, OPT_SESSION },
+	{ "tenant", required_argument, NULL, OPT_TENANT },
+	{ "policy", required_argument, NULL, OPT_POLICY },
+	{ "profile", required_argument, NULL, OPT_PROFILE },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "ro-bind", required_argument, NULL, OPT_DIRECTIVE },
+	{ "bind", required_argument, NULL, OPT_DIRECTIVE },
+	{ "tmpfs", required_argument, NULL, OPT_DIRECTIVE },
+	{ "hide", required_argument, NULL, OPT_DIRECTIVE },
+	{ "deny", required_argument, NULL, OPT_DIRECTIVE },
+	{ "file", required_argument, NULL, OPT_DIRECTIVE },
+	{ "chdir", required_argument, NULL, OPT_DIRECTIVE },
+	{ "allow-net", required_argument, NULL, OPT_DIRECTIVE },
+	{ "deny-net", required_argument, NULL, OPT_DIRECTIVE },
+	{ "allow-bind", required_argument, NULL, OPT_DIRECTIVE },
+	{ "help", no_argument, NULL, 'h' },
+	{}
+};
+
+struct cli {
+	struct sup_opts o;
+	struct policy policy;
+	struct proc_map pm;
+	bool json;
+};
+
+/* Parse run options (also used by `policy show`). Returns optind of the command. */
+static int parse_run_options(struct cli *c, int argc, char **argv, const char *usage)
+{
+	char errbuf[1024];
+	int opt, idx;
+
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "+vqh", run_options, &idx)) != -1) {
+		struct sup_opts *o = &c->o;
+		double d;
+		char *end;
+
+		switch (opt) {
+		case 'v':
+			o->verbose = true;
+			break;
+		case 'q':
+			o->quiet = true;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			exit(0);
+		case OPT_MODE:
+			if (streq(optarg, "auto"))
+				o->mode = SUP_MODE_AUTO;
+			else if (streq(optarg, "namespaced"))
+				o->mode = SUP_MODE_NAMESPACED;
+			else if (streq(optarg, "unnamespaced"))
+				o->mode = SUP_MODE_UNNAMESPACED;
+			else
+				usage_fail(usage, "--mode takes auto, namespaced or unnamespaced, not '%s'", optarg);
+			break;
+		case OPT_TTY:
+			o->tty = true;
+			break;
+		case OPT_STDIN:
+			o->stdin_pass = true;
+			break;
+		case OPT_STRICT:
+			o->strict = true;
+			break;
+		case OPT_TIMEOUT:
+		case OPT_CPU:
+			errno = 0;
+			d = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(d > 0) || d > 1e9)
+				usage_fail(usage, "a positive number of seconds was expected, not '%s'", optarg);
+			if (opt == OPT_TIMEOUT)
+				o->timeout = d;
+			else
+				o->cpu = (uint64_t)(d < 1 ? 1 : d);
+			break;
+		case OPT_MEMORY:
+			if (parse_size(optarg, &o->memory) < 0)
+				usage_fail(usage, "--memory takes a size such as 512M or 2G, not '%s'", optarg);
+			break;
+		case OPT_FSIZE:
+			if (parse_size(optarg, &o->fsize) < 0)
+				usage_fail(usage, "--fsize takes a size such as 10M, not '%s'", optarg);
+			break;
+		case OPT_PIDS:
+			if (parse_u64(optarg, &o->pids) < 0)
+				usage_fail(usage, "--pids takes a positive number, not '%s'", optarg);
+			break;
+		case OPT_NOFILE:
+			if (parse_u64(optarg, &o->nofile) < 0)
+				usage_fail(usage, "--nofile takes a positive number, not '%s'", optarg);
+			break;
+		case OPT_SETENV:
+			if (optind >= argc)
+				usage_fail(usage, "--setenv takes NAME VALUE%s", "");
+			if (!optarg[0] || strchr(optarg, '='))
+				usage_fail(usage, "--setenv: '%s' is not a variable name", optarg);
+			o->env = realloc(o->env, (o->n_env + 1) * sizeof(*o->env));
+			o->env[o->n_env++] = (struct sup_env){ optarg, argv[optind++] };
+			break;
+		case OPT_KEEPENV:
+			o->keep_env = realloc(o->keep_env, (o->n_keep_env + 1) * sizeof(char *));
+			o->keep_env[o->n_keep_env++] = optarg;
+			break;
+		case OPT_REPORT:
+			o->report_path = optarg;
+			break;
+		case OPT_AUDIT:
+			o->audit_path = optarg;
+			break;
+		case OPT_AUDIT_KEY:
+			o->audit_key = optarg;
+			break;
+		case OPT_AUDIT_STACKS:
+			if (streq(optarg, "all"))
+				o->audit_stacks_all = true;
+			else if (!streq(optarg, "denied"))
+				usage_fail(usage, "--audit-stacks takes denied or all, not '%s'", optarg);
+			break;
+		case OPT_SESSION:
+			o->session = optarg;
+			break;
+		case OPT_TENANT:
+			o->tenant = optarg;
+			break;
+		case OPT_JSON:
+			c->json = true;
+			break;
+		case OPT_POLICY:
+			if (policy_load_file(&c->policy, optarg, errbuf, sizeof(errbuf)) < 0) {
+				log_error("%s", errbuf);
+				exit(MOAT_EXIT_FAILURE);
+			}
+			break;
+		case OPT_PROFILE:
+			if (policy_add(&c->policy, "profile", optarg, "--profile") < 0)
+				usage_fail(usage, "--profile takes default or none, not '%s'", optarg);
+			break;
+		case OPT_DIRECTIVE: {
+			const char *word = run_options[idx].name;
+			char origin[64], *arg = optarg, *joined = NULL;
+
+			/* --file DST CONTENT takes two words, like --setenv. */
+			if (streq(word, "file")) {
+				if (optind >= argc)
+					usage_fail(usage, "--file takes DST CONTENT (or DST @HOSTFILE)%s", "");
+				if (asprintf(&joined, "%s %s", optarg, argv[optind++]) < 0)
+					exit(MOAT_EXIT_FAILURE);
+				arg = joined;
+			}
+			snprintf(origin, sizeof(origin), "--%s", word);
+			if (policy_add(&c->policy, word, arg, origin) < 0)
+				exit(MOAT_EXIT_FAILURE);
+			free(joined);
+			break;
+		}
+		case '?':
+		default:
+			if (optopt)
+				usage_fail(usage, "unknown or incomplete option '-%c'", (char[]){ (char)optopt, 0 });
+			usage_fail(usage, "unknown or incomplete option '%s'", argv[optind - 1]);
+		}
+	}
+	return optind;
+}
+
+static void build_policy(struct cli *c)
+{
+	char errbuf[1024];
+
+	if (policy_apply(&c->policy, proc_map_init(&c->pm), &c->o.vfs, &c->o.net, errbuf,
+			 sizeof(errbuf)) < 0) {
+		log_error("%s", errbuf);
+		exit(MOAT_EXIT_FAILURE);
+	}
+	c->o.pm = &c->pm;
+	if (policy_canonical(c->o.vfs, c->o.net, &c->o.policy_json, c->o.policy_hash) < 0) {
+		log_error("out of memory");
+		exit(MOAT_EXIT_FAILURE);
+	}
+}
+
+static int cmd_run(int argc, char **argv)
+{
+	struct cli c = { 0 };
+	int first, status;
+
+	first = parse_run_options(&c, argc, argv, run_usage);
+	if (first >= argc)
+		usage_fail(run_usage, "no command given%s", "");
+	c.o.argv = argv + first;
+	if (c.o.verbose)
+		moat_log_level = LOG_LEVEL_INFO;
+	build_policy(&c);
+	status = sup_run(&c.o);
+	vfs_free(c.o.vfs);
+	net_free(c.o.net);
+	policy_done(&c.policy);
+	free(c.o.policy_json);
+	return status;
+}
+
+static int cmd_syscalls(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "arch", required_argument, NULL, 'a' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	const char *usage = "usage: moat syscalls [--arch x86_64|aarch64] [--json]\n";
+	uint32_t arch = sc_native_arch();
+	bool json = false;
+	int opt;
+
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'a':
+			arch = sc_arch_by_name(optarg);
+			if (!arch)
+				usage_fail(usage, "unknown architecture '%s' (x86_64 or aarch64)", optarg);
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		default:
+			usage_fail(usage, "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		usage_fail(usage, "unexpected argument '%s'", argv[optind]);
+	return sc_print_table(arch, json, stdout) < 0 ? MOAT_EXIT_FAILURE : 0;
+}
+
+static int cmd_policy(int argc, char **argv)
+{
+	const char *usage = "usage: moat policy check FILE\n       moat policy show [--json] [RUN OPTIONS]\n";
+	char errbuf[1024];
+
+	if (argc < 2)
+		usage_fail(usage, "policy needs a subcommand%s", "");
+	if (streq(argv[1], "check")) {
+		struct cli c = { 0 };
+
+		if (argc != 3)
+			usage_fail(usage, "policy check takes one FILE%s", "");
+		if (policy_load_file(&c.policy, argv[2], errbuf, sizeof(errbuf)) < 0) {
+			log_error("%s", errbuf);
+			return MOAT_EXIT_FAILURE;
+		}
+		build_policy(&c);
+		/* Both modes must accept it, or say which one cannot. */
+		if (vfs_finalize(c.o.vfs, VFS_MODE_NAMESPACED, errbuf, sizeof(errbuf)) < 0) {
+			log_error("%s: %s", argv[2], errbuf);
+			return MOAT_EXIT_FAILURE;
+		}
+		printf("%s: ok (%zu directives, sha256 %s)\n", argv[2], c.policy.n, c.o.policy_hash);
+		return 0;
+	}
+	if (streq(argv[1], "show")) {
+		struct cli c = { 0 };
+		json_t *j;
+
+		parse_run_options(&c, argc - 1, argv + 1, usage);
+		build_policy(&c);
+		if (c.json) {
+			printf("{\"sha256\":\"%s\",\"policy\":%s}\n", c.o.policy_hash, c.o.policy_json);
+			return 0;
+		}
+		j = json_loads(c.o.policy_json, 0, NULL);
+		json_dumpf(j, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
+		printf("\nsha256 %s\n", c.o.policy_hash);
+		json_decref(j);
+		return 0;
+	}
+	usage_fail(usage, "unknown policy subcommand '%s'", argv[1]);
+}
+
+int main(int argc, char **argv)
+{
+	if (sodium_init() < 0) {
+		log_error("libsodium failed to initialise");
+		return MOAT_EXIT_FAILURE;
+	}
+	if (argc < 2)
+		usage_fail(main_usage, "no subcommand%s", "");
+	if (streq(argv[1], "--version") || streq(argv[1], "version")) {
+		printf("moat %s\n", MOAT_VERSION);
+		return 0;
+	}
+	if (streq(argv[1], "--help") || streq(argv[1], "-h") || streq(argv[1], "help")) {
+		fputs(main_usage, stdout);
+		return 0;
+	}
+	if (streq(argv[1], "run"))
+		return cmd_run(argc - 1, argv + 1);
+	if (streq(argv[1], "syscalls"))
+		return cmd_syscalls(argc - 1, argv + 1);
+	if (streq(argv[1], "policy"))
+		return cmd_policy(argc - 1, argv + 1);
+	if (streq(argv[1], "audit"))
+		return audit_cli(argc - 2, argv + 2);
+	usage_fail(main_usage, "unknown subcommand '%s'", argv[1]);
+}

@@ -1,0 +1,524 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Launching the sandbox: namespaces, the mount namespace built from the vfs table,
+ * limits, a scrubbed process state, and finally the filter and exec.
+ *
+ * Everything after fork runs in a child of a (then) single-threaded supervisor, so
+ * libc is safe to call; failures end with _exit() after telling the supervisor which
+ * stage failed (STYLE.md §5: fatal exits only in main.c and in children before exec).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/mount.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "log.h"
+#include "macros.h"
+#include "missing-seccomp.h"
+#include "spawn.h"
+#include "cgroup.h"
+#include "vfs.h"
+
+extern char **environ;
+
+enum stage {
+	STAGE_SYNC = 1,
+	STAGE_MOUNT,
+	STAGE_PIVOT,
+	STAGE_PROC,
+	STAGE_CHDIR,
+	STAGE_RLIMIT,
+	STAGE_NNP,
+	STAGE_CAPS,
+	STAGE_FILTER,
+	STAGE_FORK,
+	STAGE_SETSID,
+	STAGE_FDS,
+	_STAGE_MAX,
+};
+
+static const char *const stage_names[_STAGE_MAX] = {
+	[STAGE_SYNC] = "waiting for the supervisor",
+	[STAGE_MOUNT] = "building the mount namespace",
+	[STAGE_PIVOT] = "pivot_root into the sandbox's root",
+	[STAGE_PROC] = "mounting /proc",
+	[STAGE_CHDIR] = "changing to the working directory",
+	[STAGE_RLIMIT] = "setting resource limits",
+	[STAGE_NNP] = "setting no_new_privs",
+	[STAGE_CAPS] = "dropping capabilities",
+	[STAGE_FILTER] = "installing the seccomp filter",
+	[STAGE_FORK] = "forking the command",
+	[STAGE_SETSID] = "starting a new session",
+	[STAGE_FDS] = "setting up file descriptors",
+};
+
+const char *spawn_stage_name(int stage)
+{
+	if (stage <= 0 || stage >= _STAGE_MAX)
+		return "setup";
+	return stage_names[stage];
+}
+
+int sync_send(int fd, int type, int value, int value2)
+{
+	struct sync_msg m = { .type = type, .value = value, .value2 = value2 };
+	ssize_t n;
+
+	do
+		n = write(fd, &m, sizeof(m));
+	while (n < 0 && errno == EINTR);
+	return n == sizeof(m) ? 0 : -EIO;
+}
+
+_noreturn_ static void child_fail(int sync_fd, int stage, int err)
+{
+	sync_send(sync_fd, SYNC_SETUP_FAILED, err > 0 ? err : EIO, stage);
+	_exit(MOAT_EXIT_FAILURE);
+}
+
+static int write_file(const char *path, const char *content)
+{
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+	size_t len = strlen(content);
+
+	if (fd < 0)
+		return negative_errno();
+	if (write(fd, content, len) != (ssize_t)len)
+		return negative_errno();
+	return 0;
+}
+
+int spawn_write_idmaps(pid_t pid, uid_t uid, gid_t gid)
+{
+	char path[64], map[64];
+	int r;
+
+	/* An unprivileged writer may only map its own ids, and only after setgroups has
+	 * been denied (user_namespaces(7)); root keeps the same one-to-one map so the
+	 * sandbox's files keep their owners. */
+	snprintf(path, sizeof(path), "/proc/%d/setgroups", pid);
+	r = write_file(path, "deny");
+	if (r < 0 && r != -ENOENT)
+		return r;
+	snprintf(path, sizeof(path), "/proc/%d/uid_map", pid);
+	snprintf(map, sizeof(map), "%u %u 1\n", uid, uid);
+	r = write_file(path, map);
+	if (r < 0)
+		return r;
+	snprintf(path, sizeof(path), "/proc/%d/gid_map", pid);
+	snprintf(map, sizeof(map), "%u %u 1\n", gid, gid);
+	return write_file(path, map);
+}
+
+static int wait_go(int sync_fd)
+{
+	struct sync_msg m;
+	ssize_t n;
+
+	do
+		n = read(sync_fd, &m, sizeof(m));
+	while (n < 0 && errno == EINTR);
+	if (n != sizeof(m) || m.type != SYNC_GO)
+		return -EPIPE;
+	return 0;
+}
+
+/* ---- the mount namespace (layer 1 of DESIGN.md, same table as the vfs) ---- */
+
+static int mkdir_p(const char *path, mode_t mode)
+{
+	char buf[PATH_MAX];
+	size_t len = strlen(path);
+
+	if (len >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, len + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, mode) < 0 && errno != EEXIST)
+			return negative_errno();
+		*p = '/';
+	}
+	if (mkdir(buf, mode) < 0 && errno != EEXIST)
+		return negative_errno();
+	return 0;
+}
+
+static int make_mountpoint(const char *path, bool dir)
+{
+	char parent[PATH_MAX];
+	char *slash;
+	int fd;
+
+	if (dir)
+		return mkdir_p(path, 0755);
+	snprintf(parent, sizeof(parent), "%s", path);
+	slash = strrchr(parent, '/');
+	if (slash && slash != parent) {
+		*slash = '\0';
+		int r = mkdir_p(parent, 0755);
+		if (r < 0)
+			return r;
+	}
+	fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0 && errno != EEXIST)
+		return negative_errno();
+	safe_close(fd);
+	return 0;
+}
+
+static int set_readonly(const char *path)
+{
+	struct mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY };
+
+	/* mount_setattr (5.12) changes only the bit we name, so the flags the kernel
+	 * locked on mounts inherited from a more privileged namespace (nosuid, nodev)
+	 * cannot make a remount fail with EPERM. */
+	if (syscall(SYS_mount_setattr, AT_FDCWD, path, AT_RECURSIVE, &attr, sizeof(attr)) == 0)
+		return 0;
+	return RET_NERRNO(mount(NULL, path, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL));
+}
+
+struct mount_ctx {
+	int err;
+	char failed[PATH_MAX + 32];
+};
+
+static int mount_one(const struct vfs_mount_info *m, void *ud)
+{
+	struct mount_ctx *mc = ud;
+	char src[PATH_MAX + 16], dst[PATH_MAX + 16];
+	struct stat st;
+	int r;
+
+	snprintf(dst, sizeof(dst), "/newroot%s", m->virt);
+	/* /proc is the sandbox's own procfs, mounted before the table; only hides apply. */
+	if (m->kind != VFS_MOUNT_HIDE &&
+	    (strcmp(m->virt, "/proc") == 0 || strncmp(m->virt, "/proc/", 6) == 0))
+		return 0;
+	switch (m->kind) {
+	case VFS_MOUNT_SYMLINK: {
+		char target[PATH_MAX];
+		ssize_t n;
+
+		snprintf(src, sizeof(src), "/oldroot%s", m->host);
+		n = readlink(src, target, sizeof(target) - 1);
+		if (n < 0)
+			return 0;
+		target[n] = '\0';
+		r = make_mountpoint(dst, true);
+		if (r >= 0 && rmdir(dst) < 0)
+			r = negative_errno();
+		if (r >= 0 && symlink(target, dst) < 0 && errno != EEXIST)
+			r = negative_errno();
+		if (r < 0)
+			goto fail;
+		return 0;
+	}
+	case VFS_MOUNT_BIND:
+	case VFS_MOUNT_TMPFS:
+	case VFS_MOUNT_FILE:
+		if (!m->host)
+			return 0;
+		snprintf(src, sizeof(src), "/oldroot%s", m->host);
+		if (stat(src, &st) < 0)
+			/* A mapping of a host path that does not exist (an optional /lib64,
+			 * say) is simply absent from the view, as it is in the vfs. */
+			return 0;
+		r = make_mountpoint(dst, S_ISDIR(st.st_mode));
+		if (r < 0)
+			goto fail;
+		r = RET_NERRNO(mount(src, dst, NULL, MS_BIND | MS_REC, NULL));
+		if (r < 0)
+			goto fail;
+		if (!m->writable) {
+			r = set_readonly(dst);
+			if (r < 0)
+				goto fail;
+		}
+		return 0;
+	case VFS_MOUNT_HIDE:
+		/* Concrete hidden paths under a mapping: cover them so that even a bug in
+		 * the supervisor cannot show their content. Globs are the supervisor's job. */
+		if (lstat(dst, &st) < 0)
+			return 0;
+		if (S_ISDIR(st.st_mode))
+			r = RET_NERRNO(mount("tmpfs", dst, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV,
+					     "size=0,mode=000"));
+		else if (S_ISREG(st.st_mode))
+			r = RET_NERRNO(mount("/oldroot/dev/null", dst, NULL, MS_BIND, NULL));
+		else
+			r = 0;
+		if (r < 0)
+			goto fail;
+		return 0;
+	default:
+		return 0;
+	}
+fail:
+	mc->err = r;
+	snprintf(mc->failed, sizeof(mc->failed), "%s", m->virt);
+	return r;
+}
+
+static int build_mount_ns(const struct spawn_plan *p)
+{
+	struct mount_ctx mc = { 0 };
+	int r;
+
+	/* Nothing we mount may propagate back to the host. */
+	r = RET_NERRNO(mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL));
+	if (r < 0)
+		return r;
+	/* Stage on a tmpfs over /tmp, then pivot into it: the old root stays reachable
+	 * under /oldroot (including the host's real /tmp below the staging mount) while
+	 * the new root is assembled, as bubblewrap does. */
+	r = RET_NERRNO(mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755"));
+	if (r < 0)
+		return r;
+	if (mkdir("/tmp/oldroot", 0755) < 0 || mkdir("/tmp/newroot", 0755) < 0)
+		return negative_errno();
+	r = RET_NERRNO(syscall(SYS_pivot_root, "/tmp", "/tmp/oldroot"));
+	if (r < 0)
+		return r;
+	if (chdir("/") < 0)
+		return negative_errno();
+	r = RET_NERRNO(mount("tmpfs", "/newroot", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755"));
+	if (r < 0)
+		return r;
+
+	/* A /proc of the sandbox's own pid namespace, whatever the table says; the table's
+	 * hide rules under /proc then cover parts of it. */
+	r = mkdir_p("/newroot/proc", 0555);
+	if (r < 0)
+		return r;
+	r = RET_NERRNO(mount("proc", "/newroot/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			     NULL));
+	if (r < 0)
+		return r;
+
+	r = vfs_foreach_mount(p->opts->vfs, mount_one, &mc);
+	if (r < 0 || mc.err < 0) {
+		log_debug("mount of %s failed: %s", mc.failed, strerror(-(mc.err ? mc.err : r)));
+		return mc.err ? mc.err : r;
+	}
+
+	/* Enter the new root and drop the old one entirely: pivot_root(".", ".") stacks
+	 * the old root under the new one, and the lazy unmount takes it away. */
+	if (chdir("/newroot") < 0)
+		return negative_errno();
+	r = RET_NERRNO(syscall(SYS_pivot_root, ".", "."));
+	if (r < 0)
+		return r;
+	r = RET_NERRNO(umount2(".", MNT_DETACH));
+	if (r < 0)
+		return r;
+	if (chdir("/") < 0)
+		return negative_errno();
+	/* The skeleton of mountpoints is not a place to write to (only the root mount:
+	 * the writable mappings below it keep their own flags). */
+	return RET_NERRNO(mount(NULL, "/", NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID |
+				MS_NODEV, NULL));
+}
+
+/* ---- the command ---- */
+
+static int set_rlimit(int res, uint64_t v)
+{
+	struct rlimit rl = { .rlim_cur = v, .rlim_max = v };
+
+	return RET_NERRNO(setrlimit(res, &rl));
+}
+
+static int drop_capabilities(void)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2] = { 0 };
+
+	/* Root inside the user namespace holds every capability there; the command
+	 * needs none, so the bounding and ambient sets go too (bubblewrap does the same). */
+	for (int cap = 0; cap <= CAP_LAST_CAP; cap++)
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+			return negative_errno();
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		return negative_errno();
+	return RET_NERRNO(syscall(SYS_capset, &hdr, data));
+}
+
+_noreturn_ static void command_main(struct spawn_plan *p, pid_t keeper)
+{
+	const struct sup_opts *o = p->opts;
+	sigset_t all;
+	int r, listener;
+
+	/* Fail closed: if the keeper dies, so does the command. The check after the prctl
+	 * closes the race with a keeper that died before it. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != keeper)
+		_exit(MOAT_EXIT_FAILURE);
+
+	/* The supervisor blocks signals for its signalfd; the command starts clean. */
+	sigemptyset(&all);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+	for (int sig = 1; sig < _NSIG; sig++)
+		signal(sig, SIG_DFL);
+
+	/* A new session has no controlling terminal, which also closes TIOCSTI-style
+	 * injection into the caller's terminal (the filter refuses TIOCSTI as well). */
+	if (!o->tty && setsid() < 0)
+		child_fail(p->sync_fd, STAGE_SETSID, errno);
+
+	if (!o->stdin_pass && dup2(p->devnull_fd, STDIN_FILENO) < 0)
+		child_fail(p->sync_fd, STAGE_FDS, errno);
+	/* Every inherited fd but 0-2 disappears at exec; the sync socket stays open until
+	 * then so exec failures can still be reported. */
+	if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+		child_fail(p->sync_fd, STAGE_FDS, errno);
+
+	if (chdir(p->cwd) < 0)
+		child_fail(p->sync_fd, STAGE_CHDIR, errno);
+
+	r = set_rlimit(RLIMIT_CORE, 0);
+	if (r >= 0 && o->cpu)
+		r = set_rlimit(RLIMIT_CPU, o->cpu);
+	if (r >= 0 && o->nofile)
+		r = set_rlimit(RLIMIT_NOFILE, o->nofile);
+	if (r >= 0 && o->fsize)
+		r = set_rlimit(RLIMIT_FSIZE, o->fsize);
+	if (r >= 0 && o->pids && !p->features->cgroup)
+		/* Without a cgroup, the best we have (and the report says so): per-uid. */
+		r = set_rlimit(RLIMIT_NPROC, o->pids);
+	if (r >= 0 && o->memory && !p->features->cgroup)
+		r = set_rlimit(RLIMIT_AS, o->memory);
+	if (r < 0)
+		child_fail(p->sync_fd, STAGE_RLIMIT, -r);
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		child_fail(p->sync_fd, STAGE_NNP, errno);
+	if (p->namespaced && drop_capabilities() < 0)
+		child_fail(p->sync_fd, STAGE_CAPS, errno);
+
+	listener = sup_filter_install(&p->prog, p->features->wait_killable);
+	if (listener < 0)
+		child_fail(p->sync_fd, STAGE_FILTER, -listener);
+	/* From here on every name-bearing syscall waits for the supervisor, which takes
+	 * the listener (close-on-exec) out of this process with pidfd_getfd(). */
+	if (sync_send(p->sync_fd, SYNC_LISTENER, listener, 0) < 0)
+		_exit(MOAT_EXIT_FAILURE);
+
+	environ = p->envp;
+	execvp(o->argv[0], o->argv);
+	r = errno;
+	sync_send(p->sync_fd, SYNC_EXEC_FAILED, r, 0);
+	_exit(r == ENOENT || r == ENOTDIR ? MOAT_EXIT_NOTFOUND : MOAT_EXIT_NOEXEC);
+}
+
+/* ---- the keeper: pid 1 of the sandbox's pid namespace, or a subreaper without one ---- */
+
+_noreturn_ static void keeper_main(struct spawn_plan *p)
+{
+	pid_t self = getpid(), cmd;
+	int status = 0, r;
+	bool finished = false;
+	sigset_t set;
+
+	/* Both modes: if the supervisor dies, the keeper ends the run. In a pid namespace
+	 * its death alone makes the kernel kill every process in it; without one it is a
+	 * subreaper (so double-forked, setsid'ed orphans come back to it) and kills all of
+	 * its descendants first, which is why it asks for a catchable signal. */
+	if (!p->namespaced && prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+		_exit(MOAT_EXIT_FAILURE);
+	if (prctl(PR_SET_PDEATHSIG, p->namespaced ? SIGKILL : SIGTERM) < 0)
+		_exit(MOAT_EXIT_FAILURE);
+	/* Inherited from the supervisor: SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGQUIT are
+	 * blocked, and wait for sigwaitinfo() below. EOF here means the supervisor died
+	 * before the prctl could take effect. */
+	if (wait_go(p->sync_fd) < 0)
+		_exit(MOAT_EXIT_FAILURE);
+
+	if (p->namespaced) {
+		if (p->features->cgroup)
+			/* Now that the supervisor moved us into the run's cgroup, make it the
+			 * root of what the sandbox can see of cgroups. */
+			(void)unshare(CLONE_NEWCGROUP);
+		(void)sethostname("moat", 4);
+		r = build_mount_ns(p);
+		if (r < 0)
+			child_fail(p->sync_fd, STAGE_MOUNT, -r);
+	}
+
+	cmd = fork();
+	if (cmd < 0)
+		child_fail(p->sync_fd, STAGE_FORK, errno);
+	if (cmd == 0)
+		command_main(p, self);
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGQUIT);
+	while (!finished) {
+		siginfo_t si;
+		int sig = sigwaitinfo(&set, &si);
+
+		if (sig < 0)
+			continue;
+		if (sig != SIGCHLD)
+			break; /* the supervisor died or asked us to stop */
+		for (;;) {
+			int st;
+			pid_t w = waitpid(-1, &st, WNOHANG);
+			if (w <= 0)
+				break;
+			if (w == cmd) {
+				status = st;
+				finished = true;
+			}
+		}
+	}
+	/* When the command ends, the run ends: nothing it left behind survives it. */
+	if (!p->namespaced)
+		kill_descendants(self);
+	if (finished)
+		sync_send(p->sync_fd, SYNC_STATUS, status, 0);
+	_exit(0);
+}
+
+pid_t spawn_start(struct spawn_plan *p, int *ret_pidfd)
+{
+	pid_t pid;
+
+	if (p->namespaced) {
+		/* A raw clone without a stack behaves like fork, with the new namespaces.
+		 * The cgroup namespace comes later, once the keeper sits in the run's cgroup. */
+		pid = (pid_t)syscall(SYS_clone,
+				     CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET |
+					     CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD,
+				     NULL, NULL, NULL, 0);
+	} else {
+		pid = fork();
+	}
+	if (pid < 0)
+		return negative_errno();
+	if (pid == 0)
+		keeper_main(p);
+	*ret_pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	return pid;
+}

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * spawn: start the command in the sandbox.
+ *
+ * Namespaced:   supervisor --clone(user,pid,mnt,net,ipc,uts)--> init (pid 1, unfiltered,
+ *               builds the mount namespace from the vfs table, reaps) --fork--> command
+ * Unnamespaced: supervisor --fork--> command
+ *
+ * The command installs the filter last, just before exec. It cannot pass the listener
+ * with SCM_RIGHTS (sendmsg is notified by then), so it writes the fd number on the sync
+ * socket; SO_PASSCRED gives the supervisor its host pid, and pidfd_getfd() the listener.
+ */
+#pragma once
+
+#include <linux/filter.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "sup.h"
+
+enum sync_type {
+	SYNC_GO = 1,          /* supervisor -> child: uid maps and cgroups are in place */
+	SYNC_LISTENER,        /* command -> supervisor: value = listener fd number */
+	SYNC_EXEC_FAILED,     /* command -> supervisor: value = errno of the last execve */
+	SYNC_SETUP_FAILED,    /* child -> supervisor: value = errno, value2 = stage */
+	SYNC_STATUS,          /* init -> supervisor: value = the command's wait status */
+};
+
+struct sync_msg {
+	int type;
+	int value;
+	int value2;
+};
+
+struct spawn_plan {
+	const struct sup_opts *opts;
+	const struct sup_features *features;
+	bool namespaced;
+	struct sock_fprog prog;
+	char **envp;            /* built before fork: no allocation in the child */
+	const char *cwd;        /* where the command starts (virtual path) */
+	int devnull_fd;
+	int sync_fd;            /* child's end of the socketpair */
+	uid_t uid;
+	gid_t gid;
+};
+
+/* Fork (and clone namespaces). Returns the direct child's pid; *ret_pidfd its pidfd. */
+pid_t spawn_start(struct spawn_plan *p, int *ret_pidfd);
+
+/* Write the child's uid/gid maps (namespaced mode). */
+int spawn_write_idmaps(pid_t pid, uid_t uid, gid_t gid);
+
+/* Stage names for SYNC_SETUP_FAILED. */
+const char *spawn_stage_name(int stage);
+
+int sync_send(int fd, int type, int value, int value2);

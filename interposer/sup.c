@@ -1,0 +1,667 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sup_run(): one sandboxed run from start to exit status.
+ *
+ * The loop is single-threaded epoll over: the sync socket (listener hand-over, exec and
+ * setup failures, the command's status), the seccomp listener, a signalfd (SIGCHLD and
+ * the signals that stop us), a timerfd (--timeout) and the pidfd of the sandbox's init.
+ * Whatever ends the run, teardown is the same: kill the whole tree (pid namespace,
+ * cgroup, and a sweep of our own descendants as a subreaper), then account.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <jansson.h>
+#include <linux/landlock.h>
+#include <pwd.h>
+#include <sched.h>
+#include <signal.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "audit.h"
+#include "cgroup.h"
+#include "cleanup.h"
+#include "dispatch.h"
+#include "log.h"
+#include "macros.h"
+#include "missing-seccomp.h"
+#include "moat-config.h"
+#include "proc-ops.h"
+#include "spawn.h"
+#include "sup.h"
+#include "vfs.h"
+
+static const char *const reason_names[_SUP_REASON_MAX] = {
+	[SUP_REASON_EXITED] = "exited",
+	[SUP_REASON_SIGNALED] = "signaled",
+	[SUP_REASON_TIMEOUT] = "timeout",
+	[SUP_REASON_MEMORY] = "memory",
+	[SUP_REASON_PIDS] = "pids",
+	[SUP_REASON_CPU] = "cpu",
+	[SUP_REASON_SUPERVISOR_SIGNAL] = "supervisor-signal",
+	[SUP_REASON_SETUP_FAILED] = "setup-failed",
+	[SUP_REASON_EXEC_FAILED] = "exec-failed",
+};
+
+const char *sup_reason_name(enum sup_reason r)
+{
+	return (unsigned)r < _SUP_REASON_MAX ? reason_names[r] : "unknown";
+}
+
+/* ---- kernel features ---- */
+
+static bool can_create_userns(void)
+{
+	pid_t pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, NULL, NULL, NULL, 0);
+	int st;
+
+	if (pid < 0)
+		return false;
+	if (pid == 0)
+		_exit(0);
+	return waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+void sup_probe_features(struct sup_features *f)
+{
+	struct utsname u;
+	long abi;
+
+	memset(f, 0, sizeof(*f));
+	if (uname(&u) == 0)
+		snprintf(f->kernel, sizeof(f->kernel), "%s", u.release);
+	f->user_ns = can_create_userns();
+	abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+	f->landlock_abi = abi > 0 ? (int)abi : 0;
+	f->pidfd = syscall(SYS_pidfd_open, getpid(), 0xffffffff) < 0 && errno == EINVAL;
+	f->pidfd_getfd = f->pidfd;
+	/* The listener flags are probed on the real listener (see the loop); the filter
+	 * flag is retried without it in the child if the kernel refuses it. */
+	f->wait_killable = true;
+	f->addfd_send = true;
+}
+
+/* ---- environment ---- */
+
+static char **build_env(const struct sup_opts *o, const char *tmpdir)
+{
+	const char *home = getenv("HOME"), *term = getenv("TERM");
+	size_t cap = 8 + o->n_env + o->n_keep_env, n = 0;
+	char **envp = calloc(cap + 1, sizeof(char *));
+
+	if (!envp)
+		return NULL;
+	/* Nothing of the host's environment unless asked for (DESIGN.md invariant 4):
+	 * a minimal, predictable set, then --keep-env, then --setenv (which wins). */
+	if (asprintf(&envp[n++], "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin") < 0 ||
+	    asprintf(&envp[n++], "HOME=%s", home ? home : "/") < 0 ||
+	    asprintf(&envp[n++], "LANG=C.UTF-8") < 0 ||
+	    asprintf(&envp[n++], "TERM=%s", term && o->tty ? term : "dumb") < 0)
+		return NULL;
+	if (tmpdir && asprintf(&envp[n++], "TMPDIR=%s", tmpdir) < 0)
+		return NULL;
+	for (size_t i = 0; i < o->n_keep_env; i++) {
+		const char *v = getenv(o->keep_env[i]);
+		if (v && asprintf(&envp[n++], "%s=%s", o->keep_env[i], v) < 0)
+			return NULL;
+	}
+	for (size_t i = 0; i < o->n_env; i++) {
+		size_t nl = strlen(o->env[i].name);
+		/* Replace an earlier entry of the same name. */
+		for (size_t j = 0; j < n; j++)
+			if (strncmp(envp[j], o->env[i].name, nl) == 0 && envp[j][nl] == '=') {
+				free(envp[j]);
+				envp[j] = envp[--n];
+				envp[n] = NULL;
+				break;
+			}
+		if (asprintf(&envp[n++], "%s=%s", o->env[i].name, o->env[i].value) < 0)
+			return NULL;
+	}
+	envp[n] = NULL;
+	return envp;
+}
+
+/* ---- the loop ---- */
+
+struct run {
+	struct sup_ctx ctx;
+	struct sup_opts *o;
+	struct sup_features feat;
+	struct cgroup cg;
+	bool have_cg;
+	char cg_why[256];
+	int epfd, sigfd, timerfd, syncfd, pidfd;
+	pid_t keeper;
+	bool keeper_done;
+	int keeper_status;
+	bool have_cmd_status;
+	int cmd_status;
+	enum sup_reason reason;
+	int stop_signal;
+	int exec_errno;
+	int setup_errno, setup_stage;
+	bool sync_wake_up;
+	uint64_t t_start, t_end;
+	struct seccomp_notif *req;
+	char *not_enforced[8];
+	size_t n_not_enforced;
+};
+
+static int ep_add(int epfd, int fd)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
+	return RET_NERRNO(epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev));
+}
+
+static void take_listener(struct run *R, pid_t from, int remote_fd)
+{
+	_cleanup_close_ int pidfd = -1;
+	int fd;
+
+	if (R->ctx.listener >= 0)
+		return; /* only the first, from our own command, is trusted */
+	pidfd = (int)syscall(SYS_pidfd_open, from, 0);
+	if (pidfd < 0) {
+		log_error("cannot reach the sandboxed command (pid %d): %s", from, strerror(errno));
+		return;
+	}
+	fd = (int)syscall(SYS_pidfd_getfd, pidfd, remote_fd, 0);
+	if (fd < 0) {
+		log_error("cannot take the seccomp listener from pid %d: %s", from, strerror(errno));
+		return;
+	}
+	R->ctx.listener = fd;
+	R->ctx.cmd_host_pid = from;
+	/* Linux 6.6: wake the tracee on the CPU that answered it; absent is only slower. */
+	R->sync_wake_up = notify_set_sync_wake_up(fd) >= 0;
+	ep_add(R->epfd, fd);
+}
+
+static void on_sync(struct run *R)
+{
+	struct sync_msg m;
+	char ctl[CMSG_SPACE(sizeof(struct ucred))];
+	struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
+			     .msg_controllen = sizeof(ctl) };
+	struct ucred cred = { 0 };
+	ssize_t n;
+
+	n = recvmsg(R->syncfd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	if (n == 0) {
+		epoll_ctl(R->epfd, EPOLL_CTL_DEL, R->syncfd, NULL);
+		return;
+	}
+	if (n != sizeof(m))
+		return;
+	for (struct cmsghdr *h = CMSG_FIRSTHDR(&mh); h; h = CMSG_NXTHDR(&mh, h))
+		if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_CREDENTIALS)
+			memcpy(&cred, CMSG_DATA(h), sizeof(cred));
+	switch (m.type) {
+	case SYNC_LISTENER:
+		take_listener(R, cred.pid, m.value);
+		break;
+	case SYNC_EXEC_FAILED:
+		R->exec_errno = m.value;
+		break;
+	case SYNC_SETUP_FAILED:
+		R->setup_errno = m.value;
+		R->setup_stage = m.value2;
+		break;
+	case SYNC_STATUS:
+		R->have_cmd_status = true;
+		R->cmd_status = m.value;
+		break;
+	default:
+		break;
+	}
+}
+
+static void on_listener(struct run *R, uint32_t events)
+{
+	if (events & EPOLLIN) {
+		int r = notify_recv(R->ctx.listener, R->req);
+		if (r >= 0)
+			dispatch_one(&R->ctx, R->req);
+		else if (r != -ENOENT && r != -EINTR)
+			log_debug("notification receive failed: %s", strerror(-r));
+	}
+	if ((events & EPOLLHUP) && !(events & EPOLLIN))
+		/* Every filtered task is gone: nothing more will arrive. */
+		epoll_ctl(R->epfd, EPOLL_CTL_DEL, R->ctx.listener, NULL);
+}
+
+static void reap(struct run *R)
+{
+	int st;
+	pid_t w;
+
+	while ((w = waitpid(-1, &st, WNOHANG)) > 0)
+		if (w == R->keeper) {
+			R->keeper_done = true;
+			R->keeper_status = st;
+		}
+}
+
+static void stop(struct run *R, enum sup_reason reason, int sig)
+{
+	if (R->reason == SUP_REASON_EXITED) {
+		R->reason = reason;
+		R->stop_signal = sig;
+	}
+	kill(R->keeper, SIGKILL);
+}
+
+static void on_signal(struct run *R)
+{
+	struct signalfd_siginfo si;
+
+	while (read(R->sigfd, &si, sizeof(si)) == sizeof(si)) {
+		if (si.ssi_signo == SIGCHLD)
+			reap(R);
+		else
+			stop(R, SUP_REASON_SUPERVISOR_SIGNAL, (int)si.ssi_signo);
+	}
+}
+
+static int loop(struct run *R)
+{
+	struct epoll_event evs[8];
+
+	while (!R->keeper_done) {
+		int n = epoll_wait(R->epfd, evs, ELEMENTSOF(evs), -1);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return negative_errno();
+		for (int i = 0; i < n; i++) {
+			int fd = evs[i].data.fd;
+
+			if (fd == R->ctx.listener)
+				on_listener(R, evs[i].events);
+			else if (fd == R->syncfd)
+				on_sync(R);
+			else if (fd == R->sigfd)
+				on_signal(R);
+			else if (fd == R->pidfd)
+				reap(R);
+			else if (fd == R->timerfd) {
+				uint64_t x;
+				(void)!read(R->timerfd, &x, sizeof(x));
+				stop(R, SUP_REASON_TIMEOUT, 0);
+			}
+		}
+	}
+	/* The keeper is gone; collect its last words (the command's status) if any. */
+	while (R->syncfd >= 0) {
+		struct sync_msg m;
+		ssize_t k = recv(R->syncfd, &m, sizeof(m), MSG_DONTWAIT | MSG_PEEK);
+		if (k != sizeof(m))
+			break;
+		on_sync(R);
+	}
+	return 0;
+}
+
+/* ---- exit status and report ---- */
+
+static int exit_status(struct run *R)
+{
+	int st;
+
+	if (R->setup_errno) {
+		R->reason = SUP_REASON_SETUP_FAILED;
+		return MOAT_EXIT_FAILURE;
+	}
+	if (R->reason == SUP_REASON_TIMEOUT)
+		return MOAT_EXIT_TIMEOUT;
+	if (R->reason == SUP_REASON_SUPERVISOR_SIGNAL)
+		return 128 + R->stop_signal;
+	st = R->have_cmd_status ? R->cmd_status : R->keeper_status;
+	if (R->exec_errno) {
+		R->reason = SUP_REASON_EXEC_FAILED;
+		return R->exec_errno == ENOENT || R->exec_errno == ENOTDIR ? MOAT_EXIT_NOTFOUND
+									   : MOAT_EXIT_NOEXEC;
+	}
+	if (WIFSIGNALED(st)) {
+		struct cgroup_stats cs = { 0 };
+
+		if (R->have_cg)
+			cg_stats(&R->cg, &cs);
+		R->reason = SUP_REASON_SIGNALED;
+		if (WTERMSIG(st) == SIGKILL && cs.oom_kills)
+			R->reason = SUP_REASON_MEMORY;
+		else if (WTERMSIG(st) == SIGXCPU)
+			R->reason = SUP_REASON_CPU;
+		R->stop_signal = WTERMSIG(st);
+		return 128 + WTERMSIG(st);
+	}
+	return WIFEXITED(st) ? WEXITSTATUS(st) : MOAT_EXIT_FAILURE;
+}
+
+static void denial_summary(struct run *R)
+{
+	uint64_t total = atomic_load(&R->ctx.n.denied);
+	char line[1024];
+	size_t off = 0;
+	int shown = 0;
+
+	if (!total || R->o->quiet)
+		return;
+	for (int id = 0; id < _SC_ID_MAX && off < sizeof(line) - 64; id++) {
+		unsigned k = atomic_load(&R->ctx.denials_by_id[id]);
+		if (!k)
+			continue;
+		off += (size_t)snprintf(line + off, sizeof(line) - off, "%s%s %u", shown++ ? ", " : "",
+					sc_id_name((enum sc_id)id), k);
+	}
+	log_notice("%llu denied call%s (%s)%s", (unsigned long long)total, total == 1 ? "" : "s",
+		   line, R->o->verbose ? "" : "; run with -v to see each");
+}
+
+static int change_to_json(const struct vfs_change *ch, void *ud)
+{
+	static const char *const kinds[] = { "created", "written", "deleted", "renamed" };
+	json_t *arr = ud, *o = json_object();
+	char hex[65];
+
+	json_object_set_new(o, "kind", json_string(kinds[ch->kind]));
+	json_object_set_new(o, "path", json_string(ch->vpath));
+	if (ch->old_vpath)
+		json_object_set_new(o, "old_path", json_string(ch->old_vpath));
+	json_object_set_new(o, "exists", json_boolean(ch->exists));
+	if (ch->exists) {
+		json_object_set_new(o, "size", json_integer((json_int_t)ch->size));
+		sodium_bin2hex(hex, sizeof(hex), ch->sha256, 32);
+		json_object_set_new(o, "sha256", json_string(hex));
+	}
+	json_array_append_new(arr, o);
+	return 0;
+}
+
+static void write_report(struct run *R, int status)
+{
+	json_t *j = json_object(), *f = json_object(), *missing = json_array(), *lim = json_object();
+	json_t *den = json_object(), *by = json_object(), *ne = json_array(), *changes = json_array();
+	struct cgroup_stats cs = { 0 };
+	struct rusage ru;
+	FILE *out;
+
+	if (R->have_cg)
+		cg_stats(&R->cg, &cs);
+	getrusage(RUSAGE_CHILDREN, &ru);
+	json_object_set_new(j, "moat_version", json_string(MOAT_VERSION));
+	json_object_set_new(j, "exit_status", json_integer(status));
+	json_object_set_new(j, "reason", json_string(sup_reason_name(R->reason)));
+	if (R->stop_signal)
+		json_object_set_new(j, "signal", json_integer(R->stop_signal));
+	if (R->setup_errno) {
+		char why[256];
+		snprintf(why, sizeof(why), "%s: %s", spawn_stage_name(R->setup_stage),
+			 strerror(R->setup_errno));
+		json_object_set_new(j, "setup_error", json_string(why));
+	}
+	json_object_set_new(j, "wall_ms", json_real((double)(R->t_end - R->t_start) / 1e6));
+	json_object_set_new(j, "cpu_ms", json_real(ru.ru_utime.tv_sec * 1e3 + ru.ru_utime.tv_usec / 1e3 +
+						   ru.ru_stime.tv_sec * 1e3 + ru.ru_stime.tv_usec / 1e3));
+	json_object_set_new(j, "peak_memory", json_integer(cs.peak_memory ? (json_int_t)cs.peak_memory
+									  : (json_int_t)ru.ru_maxrss * 1024));
+	json_object_set_new(j, "mode", json_string(R->ctx.namespaced ? "namespaced" : "unnamespaced"));
+	json_object_set_new(f, "kernel", json_string(R->feat.kernel));
+	json_object_set_new(f, "user_namespaces", json_boolean(R->feat.user_ns));
+	json_object_set_new(f, "seccomp_sync_wake_up", json_boolean(R->sync_wake_up));
+	json_object_set_new(f, "landlock_abi", json_integer(R->feat.landlock_abi));
+	json_object_set_new(f, "cgroup", json_integer(R->have_cg ? R->cg.version : 0));
+	json_object_set_new(f, "pidfd", json_boolean(R->feat.pidfd));
+	if (!R->sync_wake_up)
+		json_array_append_new(missing, json_string("SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP"));
+	if (!R->feat.user_ns)
+		json_array_append_new(missing, json_string("user namespaces"));
+	if (!R->have_cg)
+		json_array_append_new(missing, json_string("cgroup"));
+	if (!R->feat.landlock_abi)
+		json_array_append_new(missing, json_string("landlock"));
+	json_object_set_new(j, "features", f);
+	json_object_set_new(j, "missing", missing);
+	for (size_t i = 0; i < R->n_not_enforced; i++)
+		json_array_append_new(ne, json_string(R->not_enforced[i]));
+	json_object_set_new(lim, "not_enforced", ne);
+	if (R->have_cg) {
+		json_object_set_new(lim, "pids_limit_hits", json_integer((json_int_t)cs.pids_max_hits));
+		json_object_set_new(lim, "oom_kills", json_integer((json_int_t)cs.oom_kills));
+	}
+	json_object_set_new(j, "limits", lim);
+	json_object_set_new(den, "total", json_integer((json_int_t)atomic_load(&R->ctx.n.denied)));
+	for (int id = 0; id < _SC_ID_MAX; id++) {
+		unsigned k = atomic_load(&R->ctx.denials_by_id[id]);
+		if (k)
+			json_object_set_new(by, sc_id_name((enum sc_id)id), json_integer(k));
+	}
+	json_object_set_new(den, "by_syscall", by);
+	json_object_set_new(j, "denials", den);
+	json_object_set_new(j, "notifications", json_integer((json_int_t)atomic_load(&R->ctx.n.notified)));
+	vfs_changes_foreach(R->ctx.vfs, change_to_json, changes);
+	json_object_set_new(j, "changes", changes);
+	if (R->o->policy_json)
+		json_object_set_new(j, "policy_sha256", json_string(R->o->policy_hash));
+
+	out = fopen(R->o->report_path, "we");
+	if (!out || json_dumpf(j, out, JSON_INDENT(2) | JSON_SORT_KEYS) < 0)
+		log_error("cannot write the report %s: %s", R->o->report_path, strerror(errno));
+	if (out) {
+		fputc('\n', out);
+		fclose(out);
+	}
+	json_decref(j);
+}
+
+static void not_enforced(struct run *R, const char *what)
+{
+	if (R->n_not_enforced < ELEMENTSOF(R->not_enforced))
+		R->not_enforced[R->n_not_enforced++] = strdup(what);
+	log_warning("%s", what);
+}
+
+/* ---- setup ---- */
+
+static int setup_limits(struct run *R)
+{
+	struct sup_opts *o = R->o;
+	char msg[512];
+
+	if (cg_create(&R->cg, o->memory, o->pids, R->cg_why, sizeof(R->cg_why)) >= 0) {
+		R->have_cg = true;
+		R->feat.cgroup = R->cg.version;
+		return 0;
+	}
+	if (!o->memory && !o->pids)
+		return 0; /* only the kill sweep would have used it; the subreaper covers that */
+	snprintf(msg, sizeof(msg),
+		 "%s%s cannot be enforced for the whole run (%s); falling back to per-process %s",
+		 o->memory ? "--memory" : "", o->pids ? (o->memory ? " and --pids" : "--pids") : "",
+		 R->cg_why, o->memory && o->pids ? "RLIMIT_AS and per-user RLIMIT_NPROC"
+						: o->memory ? "RLIMIT_AS" : "per-user RLIMIT_NPROC");
+	if (o->strict)
+		return log_error_errno(-EPERM, "%s; refusing (--strict)", msg);
+	not_enforced(R, msg);
+	return 0;
+}
+
+int sup_run(struct sup_opts *o)
+{
+	_cleanup_free_ struct run *R = calloc(1, sizeof(*R));
+	struct spawn_plan plan = { 0 };
+	struct seccomp_notif_sizes sizes;
+	int sv[2] = { -1, -1 }, r, status, one = 1;
+	char errbuf[512];
+	sigset_t mask;
+
+	if (!R)
+		return log_error_errno(-ENOMEM, "out of memory");
+	R->o = o;
+	R->ctx.listener = -1;
+	R->epfd = R->sigfd = R->timerfd = R->syncfd = R->pidfd = -1;
+	R->t_start = now_mono_ns();
+	sup_probe_features(&R->feat);
+
+	switch (o->mode) {
+	case SUP_MODE_NAMESPACED:
+		if (!R->feat.user_ns) {
+			log_error("--mode namespaced: this kernel or its configuration refuses user "
+				  "namespaces (try --mode unnamespaced)");
+			return MOAT_EXIT_FAILURE;
+		}
+		R->ctx.namespaced = true;
+		break;
+	case SUP_MODE_UNNAMESPACED:
+		R->ctx.namespaced = false;
+		break;
+	case SUP_MODE_AUTO:
+	default:
+		R->ctx.namespaced = R->feat.user_ns;
+		break;
+	}
+	R->ctx.arch = sc_native_arch();
+	R->ctx.verbose = o->verbose;
+	R->ctx.vfs = o->vfs;
+	R->ctx.net = o->net;
+	o->pm->namespaced = R->ctx.namespaced;
+
+	r = vfs_finalize(o->vfs, R->ctx.namespaced ? VFS_MODE_NAMESPACED : VFS_MODE_UNNAMESPACED,
+			 errbuf, sizeof(errbuf));
+	if (r < 0) {
+		log_error("%s", errbuf);
+		return MOAT_EXIT_FAILURE;
+	}
+
+	r = sup_filter_build(R->ctx.arch, &plan.prog);
+	if (r < 0)
+		return MOAT_EXIT_FAILURE;
+	if (notify_sizes(&sizes) < 0 || sizes.seccomp_notif < sizeof(struct seccomp_notif))
+		sizes.seccomp_notif = sizeof(struct seccomp_notif);
+	R->req = calloc(1, sizes.seccomp_notif);
+	if (!R->req)
+		return MOAT_EXIT_FAILURE;
+
+	/* Orphans of the run are re-parented to us, so nothing escapes the final sweep;
+	 * and the sandbox, which may run as our uid, cannot ptrace us or read our memory. */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	prctl(PR_SET_DUMPABLE, 0);
+
+	if (setup_limits(R) < 0)
+		return MOAT_EXIT_FAILURE;
+
+	plan.opts = o;
+	plan.features = &R->feat;
+	plan.namespaced = R->ctx.namespaced;
+	plan.cwd = vfs_initial_cwd(o->vfs);
+	plan.envp = build_env(o, vfs_tmpdir(o->vfs));
+	plan.uid = getuid();
+	plan.gid = getgid();
+	plan.devnull_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (!plan.envp || plan.devnull_fd < 0)
+		return log_error_errno(-ENOMEM, "cannot prepare the environment"), MOAT_EXIT_FAILURE;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return log_error_errno(-errno, "socketpair: %m"), MOAT_EXIT_FAILURE;
+	/* The kernel stamps each message with the sender's pid in our namespace. */
+	setsockopt(sv[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
+	R->syncfd = sv[0];
+	plan.sync_fd = sv[1];
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGQUIT);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	R->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+
+	R->keeper = spawn_start(&plan, &R->pidfd);
+	safe_close(sv[1]);
+	if (R->keeper < 0)
+		return log_error_errno(R->keeper, "cannot start the sandbox: %s",
+				       strerror(-R->keeper)), MOAT_EXIT_FAILURE;
+	o->pm->keeper = R->keeper;
+	R->ctx.init_host_pid = R->keeper;
+	if (R->ctx.namespaced) {
+		r = spawn_write_idmaps(R->keeper, plan.uid, plan.gid);
+		if (r < 0) {
+			log_error("cannot write the sandbox's uid map: %s", strerror(-r));
+			kill(R->keeper, SIGKILL);
+			waitpid(R->keeper, NULL, 0);
+			return MOAT_EXIT_FAILURE;
+		}
+	}
+	if (R->have_cg && cg_attach(&R->cg, R->keeper) < 0) {
+		log_error("cannot move the sandbox into its cgroup: %s", strerror(errno));
+		kill(R->keeper, SIGKILL);
+		waitpid(R->keeper, NULL, 0);
+		return MOAT_EXIT_FAILURE;
+	}
+	sync_send(R->syncfd, SYNC_GO, 0, 0);
+
+	R->epfd = epoll_create1(EPOLL_CLOEXEC);
+	ep_add(R->epfd, R->syncfd);
+	ep_add(R->epfd, R->sigfd);
+	if (R->pidfd >= 0)
+		ep_add(R->epfd, R->pidfd);
+	if (o->timeout > 0) {
+		struct itimerspec its = { 0 };
+		its.it_value.tv_sec = (time_t)o->timeout;
+		its.it_value.tv_nsec = (long)((o->timeout - (double)(time_t)o->timeout) * 1e9);
+		R->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+		timerfd_settime(R->timerfd, 0, &its, NULL);
+		ep_add(R->epfd, R->timerfd);
+	}
+
+	r = loop(R);
+	if (r < 0)
+		log_error("supervisor loop failed: %s", strerror(-r));
+
+	/* Teardown: whatever ended the run, nothing of it survives. */
+	kill(R->keeper, SIGKILL);
+	if (R->have_cg)
+		cg_kill(&R->cg);
+	kill_descendants(getpid());
+	if (!R->keeper_done && waitpid(R->keeper, &R->keeper_status, 0) == R->keeper)
+		R->keeper_done = true;
+	R->t_end = now_mono_ns();
+
+	status = exit_status(R);
+	if (R->setup_errno)
+		log_error("sandbox setup failed while %s: %s", spawn_stage_name(R->setup_stage),
+			  strerror(R->setup_errno));
+	else if (R->reason == SUP_REASON_EXEC_FAILED)
+		log_error("cannot run %s: %s", o->argv[0], strerror(R->exec_errno));
+	else if (R->reason == SUP_REASON_TIMEOUT)
+		log_notice("timed out after %gs; the whole process tree was killed", o->timeout);
+	else if (R->reason == SUP_REASON_MEMORY)
+		log_notice("killed: the run exceeded its memory limit");
+	denial_summary(R);
+	if (o->report_path)
+		write_report(R, status);
+	if (R->have_cg)
+		cg_destroy(&R->cg);
+	safe_close(R->ctx.listener);
+	free(R->req);
+	return status;
+}
