@@ -61,7 +61,9 @@ struct vfs_caller {
 /* Why a decision was taken: what the operator and the audit stream see. */
 struct vfs_verdict {
 	int err;                   /* 0 = allowed, else the errno given to the program */
-	char rule[160];            /* "hide **/.env (policy.moat:4)", "ro-bind /usr", ... */
+	bool denied;               /* err came from a rule (hide, deny, ro, unmapped), not from
+	                              the host (a file that simply does not exist) */
+	char rule[160];            /* "hide GLOB (policy.moat:4)", "ro-bind /usr", ... */
 	char vpath[PATH_MAX];      /* canonical virtual path (as far as resolution got) */
 };
 
@@ -90,6 +92,29 @@ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_t errlen)
 /* Working directory the sandbox starts in (chdir directive, else the cwd). */
 const char *vfs_initial_cwd(const struct vfs *v);
 
+/* "~" in directives expands to this (default: $HOME at vfs_new()); call before them. */
+int vfs_set_home(struct vfs *v, const char *home);
+
+/* The sandbox's temporary directory, to export as TMPDIR: unnamespaced, the private host
+ * dir created by vfs_finalize() for "tmpfs /tmp" (mapped at its own host path, the rest
+ * of the host's /tmp hidden); namespaced, the tmpfs's virtual path. NULL without tmpfs. */
+const char *vfs_tmpdir(const struct vfs *v);
+
+/* Namespaced mode, "/" unmapped: a host dir holding the unmapped part of the tree (empty
+ * directories and mount points for every mapping whose parent is unmapped, and symlink
+ * sources such as /bin -> usr/bin, which vfs_foreach_mount() skips since a symlink cannot
+ * be bind-mounted). Use it as the sandbox's root. NULL otherwise. */
+const char *vfs_skeleton(const struct vfs *v);
+
+/*
+ * Pure decision for audit replay: the table's rules (hide, deny, read-only, unmapped)
+ * applied to an already-canonical virtual path, with no host access; /proc pid
+ * visibility is not decided (it depends on the live process tree). want: VFS_WANT_*
+ * bits, 0 for a stat. Returns 0 or -ENOENT / -EACCES / -EROFS, and fills *verdict.
+ */
+int vfs_decide(const struct vfs *v, const char *canonical_vpath, unsigned want,
+               struct vfs_verdict *verdict);
+
 /* Canonical JSON of the resolved table (a jansson json_t *, caller decrefs). */
 void *vfs_to_json(const struct vfs *v);
 
@@ -97,10 +122,13 @@ void *vfs_to_json(const struct vfs *v);
  * The mount table for layer 1: call fn for each mapping in mount order (parents first),
  * so the interposer can build the mount namespace and Landlock rules from the same data.
  */
-enum vfs_mount_kind { VFS_MOUNT_BIND, VFS_MOUNT_TMPFS, VFS_MOUNT_FILE, VFS_MOUNT_HIDE };
+enum vfs_mount_kind { VFS_MOUNT_BIND, VFS_MOUNT_TMPFS, VFS_MOUNT_FILE, VFS_MOUNT_HIDE,
+		      VFS_MOUNT_SYMLINK /* host is a symlink (merged /usr: /bin -> usr/bin) */ };
 struct vfs_mount_info {
 	enum vfs_mount_kind kind;
-	const char *host;       /* host source (NULL for tmpfs); for FILE a host file with the content */
+	const char *host;       /* host source; for TMPFS the private host dir backing it (bind-mount
+	                           it so supervisor and sandbox see the same files); for FILE a
+	                           host file with the content */
 	const char *virt;       /* destination in the sandbox */
 	bool writable;
 };

@@ -1,0 +1,340 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The change set (what the run created, wrote, renamed, deleted) and the getdents64
+ * filter. The change set is the one mutable part of a frozen struct vfs; it is keyed by
+ * the current virtual path so that a file created and then deleted leaves no trace and
+ * a renamed file is reported once, under its final name.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "cleanup.h"
+#include "macros.h"
+#include "vfs-internal.h"
+
+static struct vfs__change *find(struct vfs *v, const char *vpath)
+{
+	for (size_t i = 0; i < v->n_changes; i++)
+		if (streq(v->changes[i].vpath, vpath))
+			return &v->changes[i];
+	return NULL;
+}
+
+static void drop(struct vfs *v, struct vfs__change *ch)
+{
+	free(ch->vpath);
+	free(ch->old_vpath);
+	*ch = v->changes[--v->n_changes];
+}
+
+static struct vfs__change *append(struct vfs *v, enum vfs_change_kind kind, const char *vpath)
+{
+	struct vfs__change *ch;
+
+	if (v->n_changes == v->cap_changes) {
+		size_t cap = v->cap_changes ? v->cap_changes * 2 : 64;
+		struct vfs__change *n = realloc(v->changes, cap * sizeof(*n));
+
+		if (!n)
+			return NULL;
+		v->changes = n;
+		v->cap_changes = cap;
+	}
+	ch = &v->changes[v->n_changes];
+	ch->kind = kind;
+	ch->old_vpath = NULL;
+	ch->vpath = strdup(vpath);
+	if (!ch->vpath)
+		return NULL;
+	v->n_changes++;
+	return ch;
+}
+
+/* Move every entry below old_dir to new_dir (a renamed directory). */
+static void move_children(struct vfs *v, const char *old_dir, const char *new_dir)
+{
+	size_t lo = strlen(old_dir);
+
+	for (size_t i = 0; i < v->n_changes; i++) {
+		struct vfs__change *ch = &v->changes[i];
+		char *n;
+
+		if (strncmp(ch->vpath, old_dir, lo) != 0 || ch->vpath[lo] != '/')
+			continue;
+		if (asprintf(&n, "%s%s", new_dir, ch->vpath + lo) < 0)
+			continue;
+		free(ch->vpath);
+		ch->vpath = n;
+	}
+}
+
+/*
+ * Best effort by design: running out of memory here loses a line of the report, never a
+ * decision. The const is cast away because the change set is the documented mutable
+ * part of a frozen vfs, guarded by its mutex.
+ */
+void vfs__change_note(const struct vfs *cv, enum vfs_change_kind kind, const char *vpath,
+                      const char *old_vpath)
+{
+	struct vfs *v = (struct vfs *)cv;
+	struct vfs__change *ch, *prev;
+
+	pthread_mutex_lock(&v->lock);
+	ch = find(v, vpath);
+	switch (kind) {
+	case VFS_CHANGE_CREATED:
+		if (ch)
+			ch->kind = ch->kind == VFS_CHANGE_DELETED ? VFS_CHANGE_WRITTEN : ch->kind;
+		else
+			append(v, VFS_CHANGE_CREATED, vpath);
+		break;
+	case VFS_CHANGE_WRITTEN:
+		if (ch && ch->kind == VFS_CHANGE_DELETED)
+			ch->kind = VFS_CHANGE_WRITTEN;
+		else if (!ch)
+			append(v, VFS_CHANGE_WRITTEN, vpath);
+		break;
+	case VFS_CHANGE_DELETED:
+		if (ch && ch->kind == VFS_CHANGE_CREATED)
+			drop(v, ch);
+		else if (ch)
+			ch->kind = VFS_CHANGE_DELETED;
+		else
+			append(v, VFS_CHANGE_DELETED, vpath);
+		break;
+	case VFS_CHANGE_RENAMED: {
+		char *origin = NULL;
+		enum vfs_change_kind k = VFS_CHANGE_RENAMED;
+
+		prev = find(v, old_vpath);
+		if (prev && prev->kind == VFS_CHANGE_CREATED) {
+			k = VFS_CHANGE_CREATED;
+		} else if (prev && prev->kind == VFS_CHANGE_RENAMED && prev->old_vpath) {
+			origin = strdup(prev->old_vpath);
+		} else {
+			origin = strdup(old_vpath);
+		}
+		if (prev)
+			drop(v, prev);
+		/* the name that was overwritten, if tracked, is now this file */
+		ch = find(v, vpath);
+		if (ch)
+			drop(v, ch);
+		move_children(v, old_vpath, vpath);
+		if (k == VFS_CHANGE_RENAMED && origin && streq(origin, vpath)) {
+			/* renamed back where it came from */
+			free(origin);
+			append(v, VFS_CHANGE_WRITTEN, vpath);
+			break;
+		}
+		ch = append(v, k, vpath);
+		if (ch && k == VFS_CHANGE_RENAMED)
+			ch->old_vpath = origin;
+		else
+			free(origin);
+		if (k == VFS_CHANGE_RENAMED) {
+			/* the old name is gone, which a reviewer wants to see only as the
+			 * rename itself */
+		}
+		break;
+	}
+	default:
+		break;
+	}
+	pthread_mutex_unlock(&v->lock);
+}
+
+void vfs__changes_done(struct vfs *v)
+{
+	for (size_t i = 0; i < v->n_changes; i++) {
+		free(v->changes[i].vpath);
+		free(v->changes[i].old_vpath);
+	}
+	free(v->changes);
+	v->changes = NULL;
+	v->n_changes = v->cap_changes = 0;
+}
+
+static int cmp_change(const void *a, const void *b)
+{
+	return strcmp(((const struct vfs__change *)a)->vpath, ((const struct vfs__change *)b)->vpath);
+}
+
+static int hash_fd(int fd, uint8_t out[32])
+{
+	crypto_hash_sha256_state st;
+	uint8_t buf[65536];
+
+	crypto_hash_sha256_init(&st);
+	for (;;) {
+		ssize_t n = read(fd, buf, sizeof(buf));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return negative_errno();
+		if (n == 0)
+			break;
+		crypto_hash_sha256_update(&st, buf, n);
+	}
+	crypto_hash_sha256_final(&st, out);
+	return 0;
+}
+
+_public_ int vfs_changes_foreach(struct vfs *v, int (*fn)(const struct vfs_change *ch, void *ud),
+                                 void *ud)
+{
+	int r = 0;
+
+	if (sodium_init() < 0)
+		return -EIO;
+	pthread_mutex_lock(&v->lock);
+	qsort(v->changes, v->n_changes, sizeof(*v->changes), cmp_change);
+	for (size_t i = 0; i < v->n_changes && r == 0; i++) {
+		const struct vfs__change *c = &v->changes[i];
+		struct vfs_change out = {
+			.kind = c->kind,
+			.vpath = c->vpath,
+			.old_vpath = c->old_vpath,
+		};
+		struct vfs_caller self = { .pid = getpid(), .tgid = getpid(), .base = "/" };
+		struct vfs__walk w;
+
+		/* look the file up through the view, as the sandbox would */
+		if (vfs__walk(v, &self, c->vpath, VFS__NOFOLLOW, 0, &w, NULL) == 0 && w.exists) {
+			out.exists = true;
+			out.size = w.st.st_size;
+			if (S_ISREG(w.st.st_mode)) {
+				int fd = vfs__reopen(w.fd, O_RDONLY);
+
+				if (fd >= 0) {
+					hash_fd(fd, out.sha256);
+					close(fd);
+				}
+			}
+		}
+		vfs__walk_done(&w);
+		r = fn(&out, ud);
+	}
+	pthread_mutex_unlock(&v->lock);
+	return r;
+}
+
+/* --- getdents64 ------------------------------------------------------------------------ */
+
+struct linux_dirent64 {
+	uint64_t d_ino;
+	int64_t d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
+/*
+ * Whether the entry name in directory dir (canonical) is visible, and for /proc pids the
+ * name to show instead (sandbox numbering; out must hold it).
+ */
+static bool entry_visible(const struct vfs *v, const char *dir, const struct vfs__rule *dm,
+                          bool implicit, const char *name, char *out, size_t outlen)
+{
+	char p[PATH_MAX];
+	const struct vfs__rule *ex, *h;
+
+	out[0] = '\0';
+	if (streq(name, ".") || streq(name, ".."))
+		return true;
+	if ((size_t)snprintf(p, sizeof(p), "%s/%s", streq(dir, "/") ? "" : dir, name) >= sizeof(p))
+		return false;
+	ex = vfs__mount_exact(v, p);
+	if (implicit && !ex && !vfs__is_implicit(v, p))
+		return false;
+	h = vfs__glob_latest(v, p);
+	if (h && h->kind == VFS__HIDE && !(ex && ex->seq > h->seq))
+		return false;
+	if (dm && dm->is_proc && streq(dm->virt, dir) && name[strspn(name, "0123456789")] == '\0') {
+		/* a host pid: shown only for the sandbox's own processes */
+		pid_t sp = v->has_proc_ops && v->proc.to_sandbox ?
+		                   v->proc.to_sandbox(v->proc.userdata, atoi(name)) : -ESRCH;
+
+		if (sp < 0)
+			return false;
+		if ((size_t)snprintf(out, outlen, "%d", sp) >= outlen)
+			return false;
+	}
+	return true;
+}
+
+_public_ size_t vfs_filter_dirents(const struct vfs *v, const char *dir_vpath, void *buf,
+                                   size_t len)
+{
+	char *in = buf, *o = buf;
+	const struct vfs__rule *dm = vfs__mount_covering(v, dir_vpath);
+	bool implicit = !dm || (!vfs__mount_exact(v, dir_vpath) && vfs__is_implicit(v, dir_vpath));
+	size_t pos = 0;
+
+	if (dm && vfs__is_implicit(v, dir_vpath))
+		implicit = true;
+	while (pos + sizeof(struct linux_dirent64) <= len) {
+		struct linux_dirent64 *d = (struct linux_dirent64 *)(in + pos);
+		unsigned short rl = d->d_reclen;
+		char rename_to[16];
+
+		if (rl < sizeof(*d) || pos + rl > len)
+			break;
+		pos += rl;
+		if (!entry_visible(v, dir_vpath, dm, implicit, d->d_name, rename_to,
+		                   sizeof(rename_to)))
+			continue;
+		/* entries only ever move towards the start: memmove is enough */
+		if ((char *)d != o)
+			memmove(o, d, rl);
+		if (rename_to[0]) {
+			struct linux_dirent64 *od = (struct linux_dirent64 *)o;
+			size_t room = rl - offsetof(struct linux_dirent64, d_name);
+
+			if (strlen(rename_to) < room) {
+				memset(od->d_name, 0, room);
+				memcpy(od->d_name, rename_to, strlen(rename_to));
+			}
+		}
+		o += rl;
+	}
+	return o - (char *)buf;
+}
+
+_public_ bool vfs_dir_needs_filter(const struct vfs *v, const char *dir_vpath)
+{
+	const struct vfs__rule *dm = vfs__mount_covering(v, dir_vpath);
+
+	if (!dm || vfs__is_implicit(v, dir_vpath))
+		return true;
+	if (dm->is_proc && streq(dm->virt, dir_vpath))
+		return true;
+	for (size_t i = 0; i < v->n_globs; i++) {
+		const struct vfs__rule *g = v->globs[i];
+		char parent[PATH_MAX], *s;
+
+		if (g->kind != VFS__HIDE)
+			continue;
+		if (strstr(g->virt, "**"))
+			return true;
+		snprintf(parent, sizeof(parent), "%s", g->virt);
+		s = strrchr(parent, '/');
+		if (!s)
+			continue;
+		if (s == parent)
+			s[1] = '\0';
+		else
+			*s = '\0';
+		if (vfs__glob_match(parent, dir_vpath))
+			return true;
+	}
+	return false;
+}

@@ -1,0 +1,691 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The emulated path syscalls. Each one walks the path, applies the policy to the
+ * canonical virtual path, then acts on the host relative to the walked fds: on the
+ * object's own O_PATH fd, or on the parent's fd plus the last name with no following,
+ * so that a symlink swapped in after the walk cannot redirect the operation.
+ *
+ * Error order follows the kernel where it matters to programs: ENOENT for what is
+ * hidden, then EEXIST/ENOTDIR/EISDIR from the namespace, then EROFS, then EACCES.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "macros.h"
+#include "vfs-internal.h"
+
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE (1 << 0)
+#endif
+#ifndef RENAME_EXCHANGE
+#define RENAME_EXCHANGE (1 << 1)
+#endif
+#ifndef RENAME_WHITEOUT
+#define RENAME_WHITEOUT (1 << 2)
+#endif
+
+#define _cleanup_walk_ _cleanup_(vfs__walk_done)
+
+/* The mapping that holds the directory entry (not the object, for a mount root). */
+static const struct vfs__rule *entry_mount(const struct vfs__walk *w)
+{
+	return w->mount_root ? w->pmount : w->mount;
+}
+
+static void proc_fd_path(char *buf, size_t len, int fd)
+{
+	snprintf(buf, len, "/proc/self/fd/%d", fd);
+}
+
+static int ret_err(struct vfs_verdict *verdict, int err)
+{
+	if (verdict && err < 0)
+		verdict->err = -err;
+	return err;
+}
+
+/* Kernel rule (may_open): only regular files and directories care about a read-only
+ * mount; a device node or FIFO on it can still be opened for writing. */
+static bool ro_applies(mode_t m)
+{
+	return !(S_ISCHR(m) || S_ISBLK(m) || S_ISFIFO(m) || S_ISSOCK(m));
+}
+
+static int open_once(const struct vfs *v, const struct vfs_caller *c, const char *path,
+                     int flags, mode_t mode, uint64_t resolve, struct vfs_verdict *verdict,
+                     bool *ret_retry)
+{
+	_cleanup_walk_ struct vfs__walk w;
+	int acc = flags & O_ACCMODE, r, fd;
+	bool tmpfile = (flags & O_TMPFILE) == O_TMPFILE;
+	bool writes = acc != O_RDONLY || (flags & O_TRUNC) || tmpfile;
+	bool nofollow = (flags & O_NOFOLLOW) || ((flags & O_CREAT) && (flags & O_EXCL));
+
+	*ret_retry = false;
+	r = vfs__walk(v, c, path, nofollow ? VFS__NOFOLLOW : 0, resolve, &w, verdict);
+	if (r < 0)
+		return ret_err(verdict, r);
+
+	if (!w.exists) {
+		if (!(flags & O_CREAT) || tmpfile)
+			return ret_err(verdict, -ENOENT);
+		if (w.must_dir)
+			return ret_err(verdict, -EISDIR);
+		r = vfs__walk_policy(v, &w, VFS_WANT_CREATE, verdict);
+		if (r < 0)
+			return r;
+		/* O_EXCL always: if a name appeared since the walk (maybe a symlink), walk
+		 * again rather than open whatever it is */
+		fd = openat(w.dirfd, w.hname,
+		            (flags & ~O_NOFOLLOW) | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+		if (fd < 0) {
+			if (errno == EEXIST && !(flags & O_EXCL))
+				*ret_retry = true;
+			return ret_err(verdict, negative_errno());
+		}
+		vfs__change_note(v, VFS_CHANGE_CREATED, w.vpath, NULL);
+		return fd;
+	}
+
+	if ((flags & O_CREAT) && (flags & O_EXCL))
+		return ret_err(verdict, -EEXIST);
+	if (S_ISLNK(w.st.st_mode)) {
+		/* only reached with O_NOFOLLOW: open(2) fails unless O_PATH asks for the link */
+		if (!(flags & O_PATH))
+			return ret_err(verdict, -ELOOP);
+		r = vfs__walk_policy(v, &w, 0, verdict);
+		if (r < 0)
+			return r;
+		fd = fcntl(w.fd, F_DUPFD_CLOEXEC, 3);
+		return ret_err(verdict, fd < 0 ? negative_errno() : fd);
+	}
+	if ((flags & O_DIRECTORY) && !S_ISDIR(w.st.st_mode))
+		return ret_err(verdict, -ENOTDIR);
+	if (S_ISDIR(w.st.st_mode) && (acc != O_RDONLY || (flags & O_TRUNC)) && !tmpfile)
+		return ret_err(verdict, -EISDIR);
+	r = vfs__walk_policy(v, &w,
+	                     (flags & O_PATH) ? 0 :
+	                     tmpfile ? VFS_WANT_WRITE :
+	                     (writes && ro_applies(w.st.st_mode)) ? VFS_WANT_WRITE | VFS_WANT_READ :
+	                     VFS_WANT_READ, verdict);
+	if (r < 0)
+		return r;
+	/* an O_PATH fd is what the walk holds already */
+	fd = (flags & O_PATH) ? fcntl(w.fd, F_DUPFD_CLOEXEC, 3) : vfs__reopen(w.fd, flags);
+	if (fd < 0 && (flags & O_PATH))
+		fd = negative_errno();
+	if (fd < 0)
+		return ret_err(verdict, fd);
+	if (writes && !tmpfile && S_ISREG(w.st.st_mode))
+		vfs__change_note(v, VFS_CHANGE_WRITTEN, w.vpath, NULL);
+	return fd;
+}
+
+_public_ int vfs_open(const struct vfs *v, const struct vfs_caller *c, const char *path, int flags,
+                      mode_t mode, uint64_t resolve, struct vfs_verdict *verdict)
+{
+	bool retry;
+	int r;
+
+	/* a racing creator can make O_CREAT without O_EXCL meet an existing name; the
+	 * kernel retries the lookup too (in open_last_lookups) */
+	for (int i = 0; i < 4; i++) {
+		r = open_once(v, c, path, flags, mode, resolve, verdict, &retry);
+		if (!retry)
+			return r;
+	}
+	return r;
+}
+
+_public_ int vfs_stat(const struct vfs *v, const struct vfs_caller *c, const char *path, int flags,
+                      struct stat *ret_st, struct vfs_verdict *verdict)
+{
+	_cleanup_walk_ struct vfs__walk w;
+	int r;
+
+	r = vfs__walk(v, c, path, (flags & AT_SYMLINK_NOFOLLOW) ? VFS__NOFOLLOW : 0, 0, &w,
+	              verdict);
+	if (r < 0)
+		return ret_err(verdict, r);
+	if (!w.exists)
+		return ret_err(verdict, -ENOENT);
+	r = vfs__walk_policy(v, &w, 0, verdict);
+	if (r < 0)
+		return r;
+	*ret_st = w.st;
+	return 0;
+}
+
+_public_ int vfs_statx(const struct vfs *v, const struct vfs_caller *c, const char *path,
+                       int flags, unsigned mask, struct statx *ret_stx,
+                       struct vfs_verdict *verdict)
+{
+	_cleanup_walk_ struct vfs__walk w;
+	int r;
+
+	r = vfs__walk(v, c, path, (flags & AT_SYMLINK_NOFOLLOW) ? VFS__NOFOLLOW : 0, 0, &w,
+	              verdict);
+	if (r < 0)
+		return ret_err(verdict, r);
+	if (!w.exists)
+		return ret_err(verdict, -ENOENT);
+	r = vfs__walk_policy(v, &w, 0, verdict);
+	if (r < 0)
+		return r;
+	r = statx(w.fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW | (flags & AT_STATX_SYNC_TYPE),
+	          mask, ret_stx);
+	return ret_err(verdict, r < 0 ? negative_errno() : 0);
+}
+
+_public_ int vfs_statfs(const struct vfs *v, const struct vfs_caller *c, const char *path,
+                        struct statfs *ret, struct vfs_verdict *verdict)
+{
+	_cleanup_walk_ struct vfs__walk w;
+	int r;
+
+	r = vfs__walk(v, c, path, 0, 0, &w, verdict);
+	if (r < 0)
+		return ret_err(verdict, r);
+	if (!w.exists)
+		return ret_err(verdict, -ENOENT);
+	r = vfs__walk_policy(v, &w, VFS_WANT_READ, verdict);
+	if (r < 0)
+		return r;
+	return ret_err(verdict, fstatfs(w.fd, ret) < 0 ? negative_errno() : 0);
+}
+
+/*
+ * The permission bits are checked with the supervisor's credentials on the object (the
+ * caller's uid is not known here); the view's rules come first: EROFS for W_OK on a
+ * read-only mapping, as access(2) on a read-only mount.
+ */
+_public_ int vfs_access(const struct vfs *v, const struct vfs_caller *c, const char *path, int mode,
+                        int flags, struct vfs_verdict *verdict)
+{
+	_cleanup_walk_ struct vfs__walk w;
+	char p[64];
+	unsigned want = 0;
+	int r;
+
+	if (mode & ~(R_OK | W_OK | X_OK))
+		return ret_err(verdict, -EINVAL);
+	r = vfs__walk(v, c, path, (flags & AT_SYMLINK_NOFOLLOW) ? VFS__NOFOLLOW : 0, 0, &w,
+	              verdict);
+	if (r < 0)
+		return ret_err(verdict, r);
+	if (!w.exists)
+		return ret_err(verdict, -ENOENT);
+	if (mode & R_OK)
+		want |= VFS_WANT_READ;
+	if (mode & X_OK)
+		want |= VFS_WANT_EXEC;
+	if ((mode & W_OK) && ro_applies(w.st.st_mode))
+		want |= VFS_WANT_WRITE;
+	else if (mode & W_OK)
+		want |= VFS_WANT_READ;
+	r = vfs__walk_policy(v, &w, want, verdict);
+	if (r < 0 || mode == F_OK || S_ISLNK(w.st.st_mode))
+		return r;
+	proc_fd_path(p, sizeof(p), w.fd);
+	return ret_err(verdict, faccessat(AT_FDCWD, p, mode, AT_EACCESS) < 0 ? negative_errno() : 0);
+}
+
+_public_ int vfs_readlink(const struct vfs *v, const struct vfs_caller *c, const char *path,
+                          char *buf, size_t len, struct vfs_verdict *verdict)
+{
+	_cleanup_walk_ struct vfs__walk w;
+	ssize_t n;
+	int r;
+
+	if (len == 0 || len > INT_MAX)
+		return ret_err(verdict, -EINVAL);
+	r = vfs__walk(v, c, path, VFS__NOFOLLOW, 0, &w, verdict);
+	if (r < 0)
+		return ret_err(verdict, r);
+	if (!w.exists)
+		return ret_err(verdict, -ENOENT);
+	r = vfs__walk_policy(v, &w, 0, verdict);
+	if (r < 0)
+		return r;
+	if (!S_ISLNK(w.st.st_mode))
+		return ret_err(verdict, -EINVAL);
+	if (w.synth[0]) {
+		n = MIN(strlen(w.synth), len);
+		memcpy(buf, w.synth, n);
+		return n;
+	}
+	/* Magic links under /proc/<pid>/ read as the object's path from the sandbox's root
+	 * (see link_target() in walk.c), which is the virtual path already. */
+	n = readlinkat(w.fd, "", buf, len);
+	return ret_err(verdict, n < 0 ? negative_errno() : (int)n);
+}
+
+_public_ int vfs_check_exec(const struct vfs *v, const struct vfs_caller *c, const char *path,
+                            struct vfs_verdict *verdict)
+{
+	_cleanup_walk_ struct vfs__walk w;
+	char p[64];
+	int r;
+
+	r = vfs__walk(v, c, path, 0, 0, &w, verdict);
+	if (r < 0)
+		return ret_err(verdict, r);
+	if (!w.exists)
+		return ret_err(verdict, -ENOENT);
+	r = vfs__walk_policy(v, &w, VFS_WANT_EXEC, verdict);
+	if (r < 0)
+		return r;
+	if (!S_ISREG(w.st.st_mode))
+		return ret_err(verdict, -EACCES);
+	proc_fd_path(p, sizeof(p), w.fd);
+	return ret_err(verdict, faccessat(AT_FDCWD, p, X_OK, AT_EACCESS) < 0 ? -EACCES : 0);
+}
+
+_public_ int vfs_check_chdir(const struct vfs *v, const struct vfs_caller *c, const char *path,
+                             struct vfs_verdict *verdict)
+{
+	_cleanup_walk_ struct vfs__walk w;
+	char p[64];
+	int r;
+
+	r = vfs__walk(v, c, path, 0, 0, &w, verdict);
+	if (r < 0)
+		return ret_err(verdict, r);
+	if (!w.exists)
+		return ret_err(verdict, -ENOENT);
+	if (!S_ISDIR(w.st.st_mode))
+		return ret_err(verdict, -ENOTDIR);
+	r = vfs__walk_policy(v, &w, VFS_WANT_EXEC, verdict);
+	if (r < 0)
+		return r;
+	proc_fd_path(p, sizeof(p), w.fd);
+	return ret_err(verdict, faccessat(AT_FDCWD, p, X_OK, AT_EACCESS) < 0 ? -EACCES : 0);
+}
+
+/* --- entry operations ---------------------------------------------------------------- */
+
+_public_ int vfs_mkdir(const struct vfs *v, const struct vfs_caller *c, const char *path,
+                       mode_t mode, struct vfs_verdict *verdict)
+{
+	_cleanup_walk_ struct vfs__walk w;
+	int r;
+
+	r = vfs__walk(v, c, path, VFS__NOFOLLOW, 0, &w, verdict);
+	if (r < 0)
+		return ret_err(verdict, r);
+	if (w.exists || w.dot_last || w.dirfd < 0)
+		return ret_err(verdict, -EEXIST);
+	r = vfs__walk_policy(v, &w, VFS_WANT_CREATE, verdict);
+	if (r < 0)
+		return r;
+	if (mkdirat(w.dirfd, w.hname, mode) < 0)
+		return ret_err(verdict, negative_errno());
+	vfs__change_note(v, VFS_CHANGE_CREATED, w.vpath, NULL);
+	return 0;
+}
+
+_public_ int vfs_mknod(const struct vfs *v, const struct vfs_caller *c, const char *path,
+                       mode_t mode, dev_t dev, struct vfs_verdict *verdict)
+{
+	_cleanup_walk_ struct vfs__walk w;
+	mode_t type = mode & S_IFMT;
+	int r;
+
+	/* device nodes would be a way around every mapping: never */
+	if (type == S_IFCHR || type == S_IFBLK) {
+		vfs__verdict(verdict, -EPERM, "mknod: device nodes are not allowed", path);
+		return -EPERM;
+	}
+	if (type != 0 && type != S_IFREG && type != S_IFIFO && type != S_IFSOCK)
+		return ret_err(verdict, -EINVAL);
+	r = vfs__walk(v, c, path, VFS__NOFOLLOW, 0, &w, verdict);
+	if (r < 0)
+		return ret_err(verdict, r);
+	if (w.exists || w.dot_last || w.dirfd < 0)
+		return ret_err(verdict, -EEXIST);
+	r = vfs__walk_policy(v, &w, VFS_WANT_CREATE, verdict);
+	if (r < 0)
+		return r;
+	if (mknodat(w.dirfd, w.hname, mode, 0) < 0)
+		return ret_err(verdict, negative_errno());
+	vfs__change_note(v, VFS_CHANGE_CREATED, w.vpath, NULL);
+	return 0;
+}
+
+_public_ int vfs_unlink(const struct vfs *v, const struct vfs_caller *c, const char *path,
+                        int flags, struct vfs_verdict *verdict)
+{
+	_cleanup_walk_ struct vfs__walk w;
+	int r;
+
+	if (flags & ~AT_REMOVEDIR)
+		return ret_err(verdict, -EINVAL);
+	r = vfs__walk(v, c, path, VFS__NOFOLLOW, 0, &w, verdict);
+	if (r < 0)
+		return ret_err(verdict, r);
+	if (w.dot_last && (flags & AT_REMOVEDIR)) {
+		/* rmdir(2): "." is EINVAL, ".." ENOTEMPTY */
+		const char *e = path + strlen(path);
+
+		while (e > path && e[-1] == '/')
+			e--;
+		return ret_err(verdict, e[-1] == '.' && e - path >= 2 && e[-2] == '.' ?
+		                                -ENOTEMPTY : -EINVAL);
+	}
+	if (!w.exists)
+		return ret_err(verdict, -ENOENT);
+	if (w.mount_root || w.dirfd < 0)
+		return ret_err(verdict, -EBUSY);
+	r = vfs__walk_policy(v, &w, VFS_WANT_CREATE, verdict);
+	if (r < 0)
+		return r;
+	if (unlinkat(w.dirfd, w.hname, flags) < 0)
+		return ret_err(verdict, negative_errno());
+	vfs__change_note(v, VFS_CHANGE_DELETED, w.vpath, NULL);
+	return 0;
+}
+
+_public_ int vfs_rename(const struct vfs *v, const struct vfs_caller *oldc, const char *oldpath,
+                        const struct vfs_caller *newc, const char *newpath, unsigned flags,
+                        struct vfs_verdict *verdict)
+{
+	_cleanup_walk_ struct vfs__walk o, n;
+	int r;
+
+	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT))
+		return ret_err(verdict, -EINVAL);
+	if ((flags & RENAME_EXCHANGE) && (flags & (RENAME_NOREPLACE | RENAME_WHITEOUT)))
+		return ret_err(verdict, -EINVAL);
+	/* a whiteout is a device node (0:0) */
+	if (flags & RENAME_WHITEOUT)
+		return ret_err(verdict, -EPERM);
+	r = vfs__walk(v, oldc, oldpath, VFS__NOFOLLOW, 0, &o, verdict);
+	if (r < 0)
+		return ret_err(verdict, r);
+	if (!o.exists)
+		return ret_err(verdict, -ENOENT);
+	r = vfs__walk(v, newc, newpath, VFS__NOFOLLOW, 0, &n, verdict);
+	if (r < 0)
+		return ret_err(verdict, r);
+	if ((flags & RENAME_EXCHANGE) && !n.exists)
+		return ret_err(verdict, -ENOENT);
+	if (o.dot_last || n.dot_last || o.mount_root || n.mount_root || o.dirfd < 0 || n.dirfd < 0)
+		return ret_err(verdict, -EBUSY);
+	if ((flags & RENAME_NOREPLACE) && n.exists)
+		return ret_err(verdict, -EEXIST);
+	r = vfs__walk_policy(v, &o, VFS_WANT_CREATE, verdict);
+	if (r < 0)
+		return r;
+	r = vfs__walk_policy(v, &n, VFS_WANT_CREATE, verdict);
+	if (r < 0)
+		return r;
+	/* each mapping is its own mount in the sandbox: no renames across them */
+	if (entry_mount(&o) != entry_mount(&n))
+		return ret_err(verdict, -EXDEV);
+	if (renameat2(o.dirfd, o.hname, n.dirfd, n.hname, flags) < 0)
+		return ret_err(verdict, negative_errno());
+	vfs__change_note(v, VFS_CHANGE_RENAMED, n.vpath, o.vpath);
+	if (flags & RENAME_EXCHANGE)
+		vfs__change_note(v, VFS_CHANGE_RENAMED, o.vpath, n.vpath);
+	return 0;
+}
+
+_public_ int vfs_link(const struct vfs *v, const struct vfs_caller *oldc, const char *oldpath,
+                      const struct vfs_caller *newc, const char *newpath, int flags,
+                      struct vfs_verdict *verdict)
+{
+	_cleanup_walk_ struct vfs__walk o, n;
+	int r;
+
+	if (flags & ~AT_SYMLINK_FOLLOW)
+		return ret_err(verdict, -EINVAL);
+	r = vfs__walk(v, oldc, oldpath, (flags & AT_SYMLINK_FOLLOW) ? 0 : VFS__NOFOLLOW, 0, &o,
+	              verdict);
+	if (r < 0)
+		return ret_err(verdict, r);
+	if (!o.exists)
+		return ret_err(verdict, -ENOENT);
+	if (S_ISDIR(o.st.st_mode))
+		return ret_err(verdict, -EPERM);
+	/* the rules are by path: a new name for a denied file would be an open door */
+	r = vfs__walk_policy(v, &o, VFS_WANT_READ, verdict);
+	if (r < 0)
+		return r;
+	r = vfs__walk(v, newc, newpath, VFS__NOFOLLOW, 0, &n, verdict);
+	if (r < 0)
+		return ret_err(verdict, r);
+	if (n.exists || n.dot_last || n.dirfd < 0)
+		return ret_err(verdict, -EEXIST);
+	r = vfs__walk_policy(v, &n, VFS_WANT_CREATE, verdict);
+	if (r < 0)
+		return r;
+	if (o.mount_root || o.dirfd < 0 || entry_mount(&o) != entry_mount(&n))
+		return ret_err(verdict, -EXDEV);
+	if (linkat(o.dirfd, o.hname, n.dirfd, n.hname, 0) < 0)
+		return ret_err(verdict, negative_errno());
+	vfs__change_note(v, VFS_CHANGE_CREATED, n.vpath, NULL);
+	return 0;
+}
+
+_public_ int vfs_symlink(const struct vfs *v, const char *target, const struct vfs_caller *c,
+                         const char *linkpath, struct vfs_verdict *verdict)
+{
+	_cleanup_walk_ struct vfs__walk w;
+	int r;
+
+	/* the target is only text: it is resolved inside the view whenever it is used */
+	if (!target[0])
+		return ret_err(verdict, -ENOENT);
+	if (strlen(target) >= PATH_MAX)
+		return ret_err(verdict, -ENAMETOOLONG);
+	r = vfs__walk(v, c, linkpath, VFS__NOFOLLOW, 0, &w, verdict);
+	if (r < 0)
+		return ret_err(verdict, r);
+	if (w.exists || w.dot_last || w.dirfd < 0)
+		return ret_err(verdict, -EEXIST);
+	r = vfs__walk_policy(v, &w, VFS_WANT_CREATE, verdict);
+	if (r < 0)
+		return r;
+	if (symlinkat(target, w.dirfd, w.hname) < 0)
+		return ret_err(verdict, negative_errno());
+	vfs__change_note(v, VFS_CHANGE_CREATED, w.vpath, NULL);
+	return 0;
+}
+
+/* --- metadata -------------------------------------------------------------------------- */
+
+static int meta_walk(const struct vfs *v, const struct vfs_caller *c, const char *path,
+                     int flags, struct vfs__walk *w, struct vfs_verdict *verdict)
+{
+	int r;
+
+	r = vfs__walk(v, c, path, (flags & AT_SYMLINK_NOFOLLOW) ? VFS__NOFOLLOW : 0, 0, w,
+	              verdict);
+	if (r < 0)
+		return ret_err(verdict, r);
+	if (!w->exists)
+		return ret_err(verdict, -ENOENT);
+	return vfs__walk_policy(v, w, VFS_WANT_WRITE, verdict);
+}
+
+_public_ int vfs_chmod(const struct vfs *v, const struct vfs_caller *c, const char *path,
+                       mode_t mode, int flags, struct vfs_verdict *verdict)
+{
+	_cleanup_walk_ struct vfs__walk w;
+	char p[64];
+	int r;
+
+	if (flags & ~AT_SYMLINK_NOFOLLOW)
+		return ret_err(verdict, -EINVAL);
+	r = meta_walk(v, c, path, flags, &w, verdict);
+	if (r < 0)
+		return r;
+	/* symlinks have no mode of their own (fchmodat2(2) says EOPNOTSUPP) */
+	if (S_ISLNK(w.st.st_mode))
+		return ret_err(verdict, -EOPNOTSUPP);
+	proc_fd_path(p, sizeof(p), w.fd);
+	return ret_err(verdict, fchmodat(AT_FDCWD, p, mode, 0) < 0 ? negative_errno() : 0);
+}
+
+_public_ int vfs_chown(const struct vfs *v, const struct vfs_caller *c, const char *path, uid_t uid,
+                       gid_t gid, int flags, struct vfs_verdict *verdict)
+{
+	_cleanup_walk_ struct vfs__walk w;
+	int r;
+
+	if (flags & ~(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH))
+		return ret_err(verdict, -EINVAL);
+	r = meta_walk(v, c, path, flags, &w, verdict);
+	if (r < 0)
+		return r;
+	r = fchownat(w.fd, "", uid, gid, AT_EMPTY_PATH);
+	return ret_err(verdict, r < 0 ? negative_errno() : 0);
+}
+
+_public_ int vfs_truncate(const struct vfs *v, const struct vfs_caller *c, const char *path,
+                          off_t length, struct vfs_verdict *verdict)
+{
+	_cleanup_walk_ struct vfs__walk w;
+	_cleanup_close_ int fd = -1;
+	int r;
+
+	if (length < 0)
+		return ret_err(verdict, -EINVAL);
+	r = vfs__walk(v, c, path, 0, 0, &w, verdict);
+	if (r < 0)
+		return ret_err(verdict, r);
+	if (!w.exists)
+		return ret_err(verdict, -ENOENT);
+	if (S_ISDIR(w.st.st_mode))
+		return ret_err(verdict, -EISDIR);
+	if (!S_ISREG(w.st.st_mode))
+		return ret_err(verdict, -EINVAL);
+	r = vfs__walk_policy(v, &w, VFS_WANT_WRITE, verdict);
+	if (r < 0)
+		return r;
+	fd = vfs__reopen(w.fd, O_WRONLY);
+	if (fd < 0)
+		return ret_err(verdict, fd);
+	if (ftruncate(fd, length) < 0)
+		return ret_err(verdict, negative_errno());
+	vfs__change_note(v, VFS_CHANGE_WRITTEN, w.vpath, NULL);
+	return 0;
+}
+
+_public_ int vfs_utimensat(const struct vfs *v, const struct vfs_caller *c, const char *path,
+                           const struct timespec times[2], int flags,
+                           struct vfs_verdict *verdict)
+{
+	_cleanup_walk_ struct vfs__walk w;
+	int r;
+
+	if (flags & ~AT_SYMLINK_NOFOLLOW)
+		return ret_err(verdict, -EINVAL);
+	r = meta_walk(v, c, path, flags, &w, verdict);
+	if (r < 0)
+		return r;
+	r = utimensat(w.fd, "", times, AT_EMPTY_PATH);
+	return ret_err(verdict, r < 0 ? negative_errno() : 0);
+}
+
+/* --- for the interposer's own operations --------------------------------------------- */
+
+_public_ int vfs_resolve(const struct vfs *v, const struct vfs_caller *c, const char *path,
+                         unsigned want, char ret_name[NAME_MAX + 1], struct vfs_verdict *verdict)
+{
+	_cleanup_walk_ struct vfs__walk w;
+	int r, fd;
+
+	r = vfs__walk(v, c, path, (want & VFS_WANT_NOFOLLOW) ? VFS__NOFOLLOW : 0, 0, &w, verdict);
+	if (r < 0)
+		return ret_err(verdict, r);
+	if (want & VFS_WANT_PARENT) {
+		if (w.dot_last || w.mount_root || w.dirfd < 0)
+			return ret_err(verdict, -EBUSY);
+		if ((want & VFS_WANT_CREATE) && w.exists)
+			return ret_err(verdict, -EEXIST);
+		r = vfs__walk_policy(v, &w, want & ~(VFS_WANT_PARENT | VFS_WANT_NOFOLLOW), verdict);
+		if (r < 0)
+			return r;
+		if (ret_name)
+			snprintf(ret_name, NAME_MAX + 1, "%s", w.hname);
+		fd = fcntl(w.dirfd, F_DUPFD_CLOEXEC, 3);
+		return ret_err(verdict, fd < 0 ? negative_errno() : fd);
+	}
+	if (!w.exists)
+		return ret_err(verdict, -ENOENT);
+	r = vfs__walk_policy(v, &w, want & ~VFS_WANT_NOFOLLOW, verdict);
+	if (r < 0)
+		return r;
+	if (ret_name)
+		snprintf(ret_name, NAME_MAX + 1, "%s", w.hname);
+	fd = fcntl(w.fd, F_DUPFD_CLOEXEC, 3);
+	return ret_err(verdict, fd < 0 ? negative_errno() : fd);
+}
+
+_public_ int vfs_host_to_virtual(const struct vfs *v, const char *host, char *buf, size_t len)
+{
+	char h[PATH_MAX];
+	const struct vfs__rule *best = NULL;
+	const char *rest;
+	int r;
+
+	if (host[0] != '/')
+		return -ENOENT;
+	r = vfs__normalize("/", host, h, sizeof(h));
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < v->n_mounts; i++) {
+		const struct vfs__rule *m = v->mounts[i];
+
+		if (m->root_is_link || !vfs__path_under(h, m->host))
+			continue;
+		if (!best || strlen(m->host) > strlen(best->host) ||
+		    (strlen(m->host) == strlen(best->host) && m->seq > best->seq))
+			best = m;
+	}
+	if (!best) {
+		if (v->skeleton && vfs__path_under(h, v->skeleton)) {
+			rest = h + strlen(v->skeleton);
+			if ((size_t)snprintf(buf, len, "%s", rest[0] ? rest : "/") >= len)
+				return -ENAMETOOLONG;
+			return 0;
+		}
+		if (v->mode == VFS_MODE_UNNAMESPACED && (vfs__is_implicit(v, h) || streq(h, "/"))) {
+			if ((size_t)snprintf(buf, len, "%s", h) >= len)
+				return -ENAMETOOLONG;
+			return 0;
+		}
+		return -ENOENT;
+	}
+	rest = streq(best->host, "/") ? h : h + strlen(best->host);
+	if (best->is_proc && rest[0] == '/') {
+		/* /proc/<host pid>/... -> /proc/<sandbox pid>/... */
+		char *end;
+		long hp = strtol(rest + 1, &end, 10);
+
+		if (end != rest + 1 && (*end == '/' || *end == '\0')) {
+			pid_t sp = v->has_proc_ops && v->proc.to_sandbox ?
+			                   v->proc.to_sandbox(v->proc.userdata, hp) : hp;
+
+			if (sp < 0)
+				return -ENOENT;
+			if ((size_t)snprintf(buf, len, "%s/%d%s", streq(best->virt, "/") ? "" :
+			                     best->virt, sp, end) >= len)
+				return -ENAMETOOLONG;
+			return 0;
+		}
+	}
+	if ((size_t)snprintf(buf, len, "%s%s", streq(best->virt, "/") && rest[0] ? "" : best->virt,
+	                     rest) >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}

@@ -1,0 +1,1201 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The mount table: directives, the default profile, finalize, and the pure rule lookups
+ * the walker and vfs_decide() share.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cleanup.h"
+#include "macros.h"
+#include "vfs-internal.h"
+
+_printf_(3, 4) static int fail(char *errbuf, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (errbuf && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(errbuf, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
+}
+
+/* --- paths and globs ---------------------------------------------------------------- */
+
+bool vfs__path_under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	if (streq(dir, "/"))
+		return path[0] == '/';
+	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+/*
+ * Lexical normalization: make path absolute against base, drop "." and empty components,
+ * apply ".." (stopping at "/"). Only for table paths and canonical bases, where no
+ * symlink can sit between the components; the walker does the real thing.
+ */
+int vfs__normalize(const char *base, const char *path, char *buf, size_t len)
+{
+	char tmp[PATH_MAX * 2 + 2];
+	size_t o = 0;
+	const char *p;
+	int n;
+
+	if (path[0] == '/')
+		n = snprintf(tmp, sizeof(tmp), "%s", path);
+	else
+		n = snprintf(tmp, sizeof(tmp), "%s/%s", base ? base : "/", path);
+	if (n < 0 || (size_t)n >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	if (len < 2)
+		return -ENAMETOOLONG;
+	buf[0] = '/';
+	o = 1;
+	for (p = tmp; *p;) {
+		const char *e;
+		size_t cl;
+
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		e = strchrnul(p, '/');
+		cl = e - p;
+		if (cl == 1 && p[0] == '.') {
+			/* nothing */
+		} else if (cl == 2 && p[0] == '.' && p[1] == '.') {
+			if (o > 1) {
+				o--;
+				while (o > 1 && buf[o - 1] != '/')
+					o--;
+				if (o > 1)
+					o--;
+			}
+		} else {
+			if (o > 1)
+				buf[o++] = '/';
+			if (o + cl + 1 > len)
+				return -ENAMETOOLONG;
+			memcpy(buf + o, p, cl);
+			o += cl;
+		}
+		p = e;
+	}
+	buf[o] = '\0';
+	return 0;
+}
+
+/* One component of a glob against one component of a path: '*', '?', '\' escapes. */
+static bool match_comp(const char *p, const char *pe, const char *s, const char *se)
+{
+	const char *star_p = NULL, *star_s = NULL;
+
+	while (s < se) {
+		if (p < pe && *p == '*') {
+			star_p = ++p;
+			star_s = s;
+			continue;
+		}
+		if (p < pe && *p == '\\' && p + 1 < pe) {
+			if (p[1] == *s) {
+				p += 2;
+				s++;
+				continue;
+			}
+		} else if (p < pe && (*p == '?' || *p == *s)) {
+			p++;
+			s++;
+			continue;
+		}
+		if (!star_p)
+			return false;
+		p = star_p;
+		s = ++star_s;
+	}
+	while (p < pe && *p == '*')
+		p++;
+	return p == pe;
+}
+
+/* pat and path both point just after a '/' (or at their end). */
+static bool match_from(const char *pat, const char *path)
+{
+	for (;;) {
+		const char *pe = strchrnul(pat, '/');
+		const char *se;
+
+		if (pe - pat == 2 && pat[0] == '*' && pat[1] == '*') {
+			/* "**" spans zero or more whole components */
+			const char *rest = *pe ? pe + 1 : pe;
+
+			if (!*rest)
+				return true;
+			for (const char *s = path;;) {
+				if (match_from(rest, s))
+					return true;
+				s = strchr(s, '/');
+				if (!s)
+					return false;
+				s++;
+			}
+		}
+		if (!*path && pe == pat)
+			return !*pat;
+		se = strchrnul(path, '/');
+		if (!match_comp(pat, pe, path, se))
+			return false;
+		if (!*pe || !*se)
+			return !*pe && !*se;
+		pat = pe + 1;
+		path = se + 1;
+	}
+}
+
+/* Both absolute; the path is canonical ("/" or no trailing slash). */
+bool vfs__glob_match(const char *pat, const char *path)
+{
+	if (pat[0] != '/' || path[0] != '/')
+		return false;
+	return match_from(pat + 1, path + 1);
+}
+
+/* --- lookups (after finalize) ---------------------------------------------------------- */
+
+const struct vfs__rule *vfs__mount_exact(const struct vfs *v, const char *vpath)
+{
+	size_t lo = 0, hi = v->n_mounts;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int r = strcmp(v->mounts[mid]->virt, vpath);
+
+		if (r == 0)
+			return v->mounts[mid];
+		if (r < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+const struct vfs__rule *vfs__mount_covering(const struct vfs *v, const char *vpath)
+{
+	const struct vfs__rule *best = NULL;
+
+	for (size_t i = 0; i < v->n_mounts; i++)
+		if (vfs__path_under(vpath, v->mounts[i]->virt) &&
+		    (!best || strlen(v->mounts[i]->virt) > strlen(best->virt)))
+			best = v->mounts[i];
+	return best;
+}
+
+bool vfs__is_implicit(const struct vfs *v, const char *vpath)
+{
+	for (size_t i = 0; i < v->n_implicit; i++)
+		if (streq(v->implicit[i], vpath))
+			return true;
+	return false;
+}
+
+/* The latest hide/deny rule whose glob matches vpath itself. */
+const struct vfs__rule *vfs__glob_latest(const struct vfs *v, const char *vpath)
+{
+	for (size_t i = v->n_globs; i-- > 0;)
+		if (vfs__glob_match(v->globs[i]->virt, vpath))
+			return v->globs[i];
+	return NULL;
+}
+
+/* Whether a mapping given after block lies strictly below vpath, so that walking through
+ * the blocked directory can still lead to a visible path. */
+bool vfs__rescuable(const struct vfs *v, const struct vfs__rule *block, const char *vpath)
+{
+	for (size_t i = 0; i < v->n_mounts; i++) {
+		const struct vfs__rule *m = v->mounts[i];
+
+		if (m->seq > block->seq && !streq(m->virt, vpath) && vfs__path_under(m->virt, vpath))
+			return true;
+	}
+	return false;
+}
+
+void vfs__verdict(struct vfs_verdict *verdict, int err, const char *rule, const char *vpath)
+{
+	if (!verdict)
+		return;
+	verdict->err = err < 0 ? -err : err;
+	verdict->denied = err != 0;
+	snprintf(verdict->rule, sizeof(verdict->rule), "%s", rule ? rule : "");
+	if (vpath)
+		snprintf(verdict->vpath, sizeof(verdict->vpath), "%s", vpath);
+}
+
+/*
+ * The rules applied to an already-canonical path, with no host access (audit replay).
+ * /proc pid visibility is not decided here: it depends on the live process tree.
+ */
+_public_ int vfs_decide(const struct vfs *v, const char *vpath, unsigned want,
+                        struct vfs_verdict *verdict)
+{
+	char buf[PATH_MAX];
+	const struct vfs__rule *block = NULL, *mount = v->root_mount;
+	bool implicit = !mount;
+	size_t n;
+	int r;
+
+	r = vfs__normalize("/", vpath, buf, sizeof(buf));
+	if (r < 0) {
+		vfs__verdict(verdict, r, "path too long", vpath);
+		return r;
+	}
+	n = strlen(buf);
+	block = vfs__glob_latest(v, "/");
+	if (block && mount && mount->seq > block->seq)
+		block = NULL;
+	/* walk the prefixes: "/a", "/a/b", ... exactly as the walker does */
+	for (size_t i = 1; i <= n; i++) {
+		const struct vfs__rule *ex, *h;
+
+		if (i < n && buf[i] != '/')
+			continue;
+		if (i == 1 && n == 1)
+			break;
+		buf[i] = '\0';
+		ex = vfs__mount_exact(v, buf);
+		if (block && ex && ex->seq > block->seq)
+			block = NULL;
+		if (!block) {
+			h = vfs__glob_latest(v, buf);
+			if (h && !(ex && ex->seq > h->seq))
+				block = h;
+		}
+		if (ex) {
+			mount = ex;
+			implicit = false;
+		} else if (implicit || !mount) {
+			if (!vfs__is_implicit(v, buf)) {
+				vfs__verdict(verdict, -ENOENT, "unmapped", buf);
+				return -ENOENT;
+			}
+			implicit = true;
+		}
+		if (block && i < n && !vfs__rescuable(v, block, buf)) {
+			r = block->kind == VFS__HIDE ? -ENOENT : -EACCES;
+			vfs__verdict(verdict, r, block->desc, buf);
+			return r;
+		}
+		if (i < n)
+			buf[i] = '/';
+	}
+	if (block && (block->kind == VFS__HIDE || want)) {
+		r = block->kind == VFS__HIDE ? -ENOENT : -EACCES;
+		vfs__verdict(verdict, r, block->desc, buf);
+		return r;
+	}
+	if ((want & (VFS_WANT_WRITE | VFS_WANT_CREATE)) &&
+	    (implicit || !mount || !mount->writable)) {
+		vfs__verdict(verdict, -EROFS, mount && !implicit ? mount->desc : "unmapped parent",
+		             buf);
+		return -EROFS;
+	}
+	vfs__verdict(verdict, 0, mount && !implicit ? mount->desc : "implicit directory", buf);
+	return 0;
+}
+
+/* --- building -------------------------------------------------------------------------- */
+
+_public_ int vfs_new(const struct vfs_proc_ops *proc, struct vfs **ret)
+{
+	struct vfs *v;
+	char cwd[PATH_MAX];
+	const char *home = getenv("HOME");
+
+	v = calloc(1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	v->root_fd = -1;
+	pthread_mutex_init(&v->lock, NULL);
+	if (proc) {
+		v->proc = *proc;
+		v->has_proc_ops = true;
+	}
+	v->home = strdup(home && home[0] == '/' ? home : "/root");
+	v->cwd = strdup(getcwd(cwd, sizeof(cwd)) ? cwd : "/");
+	if (!v->home || !v->cwd) {
+		vfs_free(v);
+		return -ENOMEM;
+	}
+	*ret = v;
+	return 0;
+}
+
+static void rm_rf_at(int dfd, const char *name)
+{
+	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d;
+	struct dirent *de;
+
+	if (fd < 0) {
+		unlinkat(dfd, name, 0);
+		return;
+	}
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d)))
+		if (!streq(de->d_name, ".") && !streq(de->d_name, ".."))
+			rm_rf_at(dirfd(d), de->d_name);
+	closedir(d);
+	unlinkat(dfd, name, AT_REMOVEDIR);
+}
+
+_public_ struct vfs *vfs_free(struct vfs *v)
+{
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < v->n_rules; i++) {
+		struct vfs__rule *r = &v->rules[i];
+
+		if (r->root_fd >= 0)
+			close(r->root_fd);
+		free(r->virt);
+		free(r->host);
+		free(r->content);
+		free(r->size);
+		free(r->desc);
+		free(r->word);
+		free(r->arg);
+	}
+	free(v->rules);
+	free(v->mounts);
+	free(v->globs);
+	for (size_t i = 0; i < v->n_implicit; i++)
+		free(v->implicit[i]);
+	free(v->implicit);
+	if (v->root_fd >= 0 && !v->root_mount)
+		close(v->root_fd);
+	if (v->private_dir)
+		rm_rf_at(AT_FDCWD, v->private_dir);
+	free(v->private_dir);
+	free(v->skeleton);
+	free(v->tmpdir);
+	free(v->home);
+	free(v->cwd);
+	free(v->profile_cwd);
+	free(v->chdir);
+	free(v->initial_cwd);
+	vfs__changes_done(v);
+	pthread_mutex_destroy(&v->lock);
+	free(v);
+	return NULL;
+}
+
+/* Set the home "~" expands to (default: $HOME at vfs_new()). */
+_public_ int vfs_set_home(struct vfs *v, const char *home)
+{
+	char *h;
+
+	if (!home || home[0] != '/')
+		return -EINVAL;
+	h = strdup(home);
+	if (!h)
+		return -ENOMEM;
+	free(v->home);
+	v->home = h;
+	return 0;
+}
+
+/* "~" and "~/x" -> home; relative -> against the supervisor's cwd; then normalized. */
+static int expand_path(const struct vfs *v, const char *in, char *buf, size_t len)
+{
+	char tmp[PATH_MAX];
+
+	if (in[0] == '~' && (in[1] == '\0' || in[1] == '/')) {
+		if ((size_t)snprintf(tmp, sizeof(tmp), "%s%s", v->home, in + 1) >= sizeof(tmp))
+			return -ENAMETOOLONG;
+		in = tmp;
+	}
+	return vfs__normalize(v->cwd, in, buf, len);
+}
+
+/*
+ * Split "SRC[:DST]" at the first unescaped colon; "\:" is a literal colon, "\\" a
+ * backslash. dst is "" when absent.
+ */
+static int split_colon(const char *arg, char *src, char *dst, size_t len)
+{
+	char *o = src;
+	size_t n = 0;
+
+	dst[0] = '\0';
+	for (const char *p = arg; *p; p++) {
+		if (*p == '\\' && (p[1] == ':' || p[1] == '\\')) {
+			p++;
+		} else if (*p == ':' && o == src) {
+			o[n] = '\0';
+			o = dst;
+			n = 0;
+			continue;
+		}
+		if (n + 1 >= len)
+			return -ENAMETOOLONG;
+		o[n++] = *p;
+	}
+	o[n] = '\0';
+	return 0;
+}
+
+static struct vfs__rule *rule_new(struct vfs *v, enum vfs__rule_kind kind, const char *word,
+                                  const char *arg, const char *origin)
+{
+	struct vfs__rule *r;
+
+	if (v->n_rules == v->cap_rules) {
+		size_t cap = v->cap_rules ? v->cap_rules * 2 : 32;
+		struct vfs__rule *n = realloc(v->rules, cap * sizeof(*n));
+
+		if (!n)
+			return NULL;
+		v->rules = n;
+		v->cap_rules = cap;
+	}
+	r = &v->rules[v->n_rules];
+	memset(r, 0, sizeof(*r));
+	r->kind = kind;
+	r->seq = v->n_rules;
+	r->root_fd = -1;
+	r->word = strdup(word);
+	r->arg = strdup(arg);
+	if (asprintf(&r->desc, "%s %s%s%s%s", word, arg, origin ? " (" : "", origin ? origin : "",
+	             origin ? ")" : "") < 0)
+		r->desc = NULL;
+	if (!r->word || !r->arg || !r->desc) {
+		free(r->word);
+		free(r->arg);
+		free(r->desc);
+		return NULL;
+	}
+	v->n_rules++;
+	return r;
+}
+
+static int add_bind(struct vfs *v, const char *word, const char *arg, const char *origin,
+                    bool writable, char *errbuf, size_t errlen)
+{
+	char src[PATH_MAX], dst[PATH_MAX], hsrc[PATH_MAX], vdst[PATH_MAX], parent[PATH_MAX];
+	char *slash;
+	struct stat st;
+	struct vfs__rule *r;
+
+	while (*arg == ' ' || *arg == '\t')
+		arg++;
+	if (!*arg)
+		return fail(errbuf, errlen, "%s: missing SRC", word);
+	if (split_colon(arg, src, dst, sizeof(src)) < 0 || expand_path(v, src, hsrc, sizeof(hsrc)) < 0)
+		return fail(errbuf, errlen, "%s %s: path too long", word, arg);
+	if (!src[0])
+		return fail(errbuf, errlen, "%s %s: empty SRC", word, arg);
+	/* Canonicalize the parent only: a source that is itself a symlink (/bin -> usr/bin
+	 * on merged-/usr systems) stays a symlink in the view, as on the host. */
+	if (!streq(hsrc, "/")) {
+		char real[PATH_MAX];
+
+		snprintf(parent, sizeof(parent), "%s", hsrc);
+		slash = strrchr(parent, '/');
+		if (slash == parent)
+			parent[1] = '\0';
+		else
+			*slash = '\0';
+		if (!realpath(parent, real))
+			return fail(errbuf, errlen, "%s %s: %s: %s", word, arg, parent,
+			            strerror(errno));
+		if ((size_t)snprintf(parent, sizeof(parent), "%s%s%s", real,
+		                     streq(real, "/") ? "" : "/", strrchr(hsrc, '/') + 1) >=
+		    sizeof(parent))
+			return fail(errbuf, errlen, "%s %s: path too long", word, arg);
+		snprintf(hsrc, sizeof(hsrc), "%s", parent);
+	}
+	if (lstat(hsrc, &st) < 0)
+		return fail(errbuf, errlen, "%s %s: %s: %s", word, arg, hsrc, strerror(errno));
+	if (vfs__path_under(hsrc, "/proc") && !streq(hsrc, "/proc"))
+		return fail(errbuf, errlen, "%s %s: only /proc as a whole can be mapped", word, arg);
+	if (dst[0]) {
+		if (expand_path(v, dst, vdst, sizeof(vdst)) < 0)
+			return fail(errbuf, errlen, "%s %s: path too long", word, arg);
+	} else {
+		snprintf(vdst, sizeof(vdst), "%s", hsrc);
+	}
+	r = rule_new(v, VFS__BIND, word, arg, origin);
+	if (!r)
+		return -ENOMEM;
+	r->writable = writable;
+	r->is_proc = streq(hsrc, "/proc");
+	r->host = strdup(hsrc);
+	r->virt = strdup(vdst);
+	if (!r->host || !r->virt)
+		return -ENOMEM;
+	return 0;
+}
+
+static int add_glob(struct vfs *v, enum vfs__rule_kind kind, const char *word, const char *arg,
+                    const char *origin, char *errbuf, size_t errlen)
+{
+	char pat[PATH_MAX], tmp[PATH_MAX];
+	struct vfs__rule *r;
+	const char *a = arg;
+	size_t n;
+
+	while (*a == ' ' || *a == '\t')
+		a++;
+	if (!*a)
+		return fail(errbuf, errlen, "%s: missing GLOB", word);
+	if (strlen(a) >= sizeof(tmp) - 4)
+		return fail(errbuf, errlen, "%s %s: pattern too long", word, a);
+	/* Without a leading "/", "~" or "./", a pattern matches at any depth, as in
+	 * .gitignore: "hide .env" hides a .env in every directory. */
+	if (a[0] == '/' || (a[0] == '~' && (a[1] == '/' || !a[1])) || strncmp(a, "./", 2) == 0 ||
+	    strncmp(a, "../", 3) == 0)
+		snprintf(tmp, sizeof(tmp), "%s", a);
+	else
+		snprintf(tmp, sizeof(tmp), "/**/%s", a);
+	if (expand_path(v, tmp, pat, sizeof(pat)) < 0)
+		return fail(errbuf, errlen, "%s %s: pattern too long", word, a);
+	n = strlen(pat);
+	r = rule_new(v, kind, word, a, origin);
+	if (!r)
+		return -ENOMEM;
+	r->virt = strndup(pat, n);
+	return r->virt ? 0 : -ENOMEM;
+}
+
+/* Inline content of a file directive: "\n", "\t", "\\" escapes. */
+static char *unescape(const char *s, size_t *ret_len)
+{
+	char *o = malloc(strlen(s) + 1);
+	size_t n = 0;
+
+	if (!o)
+		return NULL;
+	for (; *s; s++) {
+		if (*s == '\\' && s[1]) {
+			s++;
+			o[n++] = *s == 'n' ? '\n' : *s == 't' ? '\t' : *s;
+		} else {
+			o[n++] = *s;
+		}
+	}
+	o[n] = '\0';
+	*ret_len = n;
+	return o;
+}
+
+_public_ int vfs_add_directive(struct vfs *v, const char *word, const char *arg,
+                               const char *origin, char *errbuf, size_t errlen)
+{
+	char path[PATH_MAX];
+	struct vfs__rule *r;
+
+	if (errbuf && errlen)
+		errbuf[0] = '\0';
+	if (!arg)
+		arg = "";
+	if (v->finalized)
+		return fail(errbuf, errlen, "%s: the table is already frozen", word);
+	if (streq(word, "ro-bind"))
+		return add_bind(v, word, arg, origin, false, errbuf, errlen);
+	if (streq(word, "bind"))
+		return add_bind(v, word, arg, origin, true, errbuf, errlen);
+	if (streq(word, "hide"))
+		return add_glob(v, VFS__HIDE, word, arg, origin, errbuf, errlen);
+	if (streq(word, "deny"))
+		return add_glob(v, VFS__DENY, word, arg, origin, errbuf, errlen);
+	while (*arg == ' ' || *arg == '\t')
+		arg++;
+	if (streq(word, "tmpfs")) {
+		char dst[PATH_MAX];
+		const char *sp = strpbrk(arg, " \t");
+		size_t dl = sp ? (size_t)(sp - arg) : strlen(arg);
+		const char *size = sp ? sp + strspn(sp, " \t") : "";
+
+		if (!dl)
+			return fail(errbuf, errlen, "tmpfs: missing DST");
+		if (dl >= sizeof(dst))
+			return fail(errbuf, errlen, "tmpfs: path too long");
+		memcpy(dst, arg, dl);
+		dst[dl] = '\0';
+		if (size[0] && strspn(size, "0123456789kKmMgG%") != strlen(size))
+			return fail(errbuf, errlen, "tmpfs %s: bad SIZE '%s'", dst, size);
+		if (expand_path(v, dst, path, sizeof(path)) < 0)
+			return fail(errbuf, errlen, "tmpfs: path too long");
+		r = rule_new(v, VFS__TMPFS, word, arg, origin);
+		if (!r)
+			return -ENOMEM;
+		r->writable = true;
+		r->virt = strdup(path);
+		r->size = size[0] ? strdup(size) : NULL;
+		return r->virt ? 0 : -ENOMEM;
+	}
+	if (streq(word, "file")) {
+		char dst[PATH_MAX];
+		const char *sp = strpbrk(arg, " \t");
+		const char *content = sp ? sp + strspn(sp, " \t") : NULL;
+		size_t dl = sp ? (size_t)(sp - arg) : strlen(arg);
+
+		if (!dl)
+			return fail(errbuf, errlen, "file: missing DST");
+		if (!content)
+			return fail(errbuf, errlen, "file %s: missing CONTENT or @HOSTFILE", arg);
+		if (dl >= sizeof(dst))
+			return fail(errbuf, errlen, "file: path too long");
+		memcpy(dst, arg, dl);
+		dst[dl] = '\0';
+		if (expand_path(v, dst, path, sizeof(path)) < 0 || streq(path, "/"))
+			return fail(errbuf, errlen, "file %s: bad DST", dst);
+		if (content[0] == '@') {
+			char host[PATH_MAX], real[PATH_MAX];
+			struct stat st;
+
+			if (expand_path(v, content + 1, host, sizeof(host)) < 0 ||
+			    !realpath(host, real))
+				return fail(errbuf, errlen, "file %s: %s: %s", dst, content + 1,
+				            strerror(errno));
+			if (stat(real, &st) < 0 || !S_ISREG(st.st_mode))
+				return fail(errbuf, errlen, "file %s: %s is not a regular file", dst,
+				            content + 1);
+			r = rule_new(v, VFS__FILE, word, arg, origin);
+			if (!r)
+				return -ENOMEM;
+			r->host = strdup(real);
+			if (!r->host)
+				return -ENOMEM;
+		} else {
+			size_t n;
+
+			r = rule_new(v, VFS__FILE, word, arg, origin);
+			if (!r)
+				return -ENOMEM;
+			r->content = unescape(content, &n);
+			if (!r->content)
+				return -ENOMEM;
+			r->size = NULL;
+		}
+		r->virt = strdup(path);
+		return r->virt ? 0 : -ENOMEM;
+	}
+	if (streq(word, "chdir")) {
+		char *d;
+
+		if (!arg[0])
+			return fail(errbuf, errlen, "chdir: missing DIR");
+		if (expand_path(v, arg, path, sizeof(path)) < 0)
+			return fail(errbuf, errlen, "chdir: path too long");
+		d = strdup(path);
+		if (!d)
+			return -ENOMEM;
+		free(v->chdir);
+		v->chdir = d;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+static int add(struct vfs *v, const char *word, const char *arg)
+{
+	char err[256];
+
+	return vfs_add_directive(v, word, arg, "default profile", err, sizeof(err));
+}
+
+/* Map a system path only when it exists on this host (lib32, libx32... vary). */
+static int add_if_exists(struct vfs *v, const char *word, const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) < 0)
+		return 0;
+	return add(v, word, path);
+}
+
+/*
+ * The default profile. Order matters (later wins, see vfs-internal.h): other users'
+ * homes are hidden before the workspace is mapped, so a workspace inside a home is
+ * still visible; the secrets are hidden after it, so they stay hidden inside it.
+ */
+_public_ int vfs_add_default_profile(struct vfs *v, const char *home, const char *cwd)
+{
+	static const char *const sys_dirs[] = {
+		"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc",
+	};
+	static const char *const devs[] = {
+		"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty",
+	};
+	static const char *const dev_links[] = {
+		"/dev/fd", "/dev/stdin", "/dev/stdout", "/dev/stderr",
+	};
+	static const char *const secrets[] = {
+		"/etc/shadow*", "/etc/gshadow*", "/etc/sudoers*", "/etc/ssh/ssh_host_*",
+		"/root", "~/.ssh", "~/.aws", "~/.config/gcloud", "~/.netrc", "~/.gnupg",
+		"**/.env", "**/*.pem", "**/id_rsa*",
+		"/proc/kcore", "/proc/kmsg", "/proc/keys", "/proc/sysrq-trigger",
+	};
+	char w[PATH_MAX];
+	int r;
+
+	if (home && (r = vfs_set_home(v, home)) < 0)
+		return r;
+	if (!cwd)
+		cwd = v->cwd;
+	for (size_t i = 0; i < ELEMENTSOF(sys_dirs); i++)
+		if ((r = add_if_exists(v, "ro-bind", sys_dirs[i])) < 0)
+			return r;
+	if ((r = add(v, "hide", "/root")) < 0 || (r = add(v, "hide", "/home/*")) < 0)
+		return r;
+	/* the workspace; "\:" keeps a colon in the directory name literal */
+	{
+		size_t o = 0;
+
+		for (const char *p = cwd; *p && o + 3 < sizeof(w); p++) {
+			if (*p == ':' || *p == '\\')
+				w[o++] = '\\';
+			w[o++] = *p;
+		}
+		w[o] = '\0';
+	}
+	if ((r = add(v, "bind", w)) < 0)
+		return r;
+	free(v->profile_cwd);
+	v->profile_cwd = strdup(cwd);
+	if (!v->profile_cwd)
+		return -ENOMEM;
+	if ((r = add(v, "tmpfs", "/tmp")) < 0)
+		return r;
+	for (size_t i = 0; i < ELEMENTSOF(devs); i++)
+		if ((r = add_if_exists(v, "bind", devs[i])) < 0)
+			return r;
+	for (size_t i = 0; i < ELEMENTSOF(dev_links); i++)
+		if ((r = add_if_exists(v, "ro-bind", dev_links[i])) < 0)
+			return r;
+	if ((r = add(v, "ro-bind", "/proc")) < 0)
+		return r;
+	for (size_t i = 0; i < ELEMENTSOF(secrets); i++)
+		if ((r = add(v, "hide", secrets[i])) < 0)
+			return r;
+	return 0;
+}
+
+/* --- finalize ---------------------------------------------------------------------------- */
+
+static int cmp_mount(const void *a, const void *b)
+{
+	const struct vfs__rule *x = *(struct vfs__rule *const *)a, *y = *(struct vfs__rule *const *)b;
+
+	return strcmp(x->virt, y->virt);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int private_path(struct vfs *v, const char *prefix, char **ret)
+{
+	if (asprintf(ret, "%s/%s%u", v->private_dir, prefix, v->n_private++) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+static int add_implicit(struct vfs *v, const char *path)
+{
+	char **n;
+
+	if (vfs__is_implicit(v, path))
+		return 0;
+	n = realloc(v->implicit, (v->n_implicit + 1) * sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	v->implicit = n;
+	v->implicit[v->n_implicit] = strdup(path);
+	if (!v->implicit[v->n_implicit])
+		return -ENOMEM;
+	v->n_implicit++;
+	return 0;
+}
+
+/* mkdir -p inside the skeleton, without following anything. */
+static int skel_mkdirs(struct vfs *v, const char *vpath)
+{
+	char p[PATH_MAX];
+
+	if ((size_t)snprintf(p, sizeof(p), "%s%s", v->skeleton, vpath) >= sizeof(p))
+		return -ENAMETOOLONG;
+	for (char *s = p + strlen(v->skeleton) + 1; ; s++) {
+		if (*s == '/' || *s == '\0') {
+			char c = *s;
+
+			*s = '\0';
+			if (mkdir(p, 0755) < 0 && errno != EEXIST)
+				return -errno;
+			*s = c;
+			if (!c)
+				break;
+		}
+	}
+	return 0;
+}
+
+/* A mount point in the skeleton: same type as the source, so a bind mount fits on it;
+ * symlink sources become the same symlink (a symlink cannot be bind-mounted). */
+static int skel_mountpoint(struct vfs *v, const struct vfs__rule *m, const struct stat *st)
+{
+	char p[PATH_MAX], target[PATH_MAX];
+	ssize_t n;
+	int fd;
+
+	if ((size_t)snprintf(p, sizeof(p), "%s%s", v->skeleton, m->virt) >= sizeof(p))
+		return -ENAMETOOLONG;
+	if (m->root_is_link) {
+		n = readlinkat(m->root_fd, "", target, sizeof(target) - 1);
+		if (n < 0)
+			return -errno;
+		target[n] = '\0';
+		if (symlink(target, p) < 0 && errno != EEXIST)
+			return -errno;
+	} else if (S_ISDIR(st->st_mode)) {
+		if (mkdir(p, 0755) < 0 && errno != EEXIST)
+			return -errno;
+	} else {
+		fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+		if (fd < 0)
+			return -errno;
+		close(fd);
+	}
+	return 0;
+}
+
+static int write_file(const char *path, const char *data, size_t n)
+{
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+
+	if (fd < 0)
+		return -errno;
+	while (n) {
+		ssize_t w = write(fd, data, n);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		data += w;
+		n -= w;
+	}
+	return 0;
+}
+
+_public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_t errlen)
+{
+	char tmpl[] = "/tmp/moat-vfs-XXXXXX";
+	size_t nm = 0, ng = 0;
+	int r;
+
+	if (errbuf && errlen)
+		errbuf[0] = '\0';
+	if (v->finalized)
+		return fail(errbuf, errlen, "already finalized");
+	v->mode = mode;
+
+	/* the latest mapping of a virtual path replaces earlier ones */
+	for (size_t i = 0; i < v->n_rules; i++) {
+		struct vfs__rule *a = &v->rules[i];
+
+		if (a->kind > VFS__FILE)
+			continue;
+		for (size_t j = i + 1; j < v->n_rules; j++)
+			if (v->rules[j].kind <= VFS__FILE && streq(v->rules[j].virt, a->virt)) {
+				a->dead = true;
+				break;
+			}
+	}
+
+	for (size_t i = 0; i < v->n_rules; i++) {
+		struct vfs__rule *a = &v->rules[i];
+
+		if (a->dead || a->kind > VFS__FILE || mode != VFS_MODE_UNNAMESPACED)
+			continue;
+		if (a->kind == VFS__BIND && !streq(a->host, a->virt))
+			return fail(errbuf, errlen,
+			            "%s: unnamespaced mode cannot remap %s to %s (virtual paths "
+			            "equal host paths); this needs the namespaced mode",
+			            a->desc, a->host, a->virt);
+		if (a->kind == VFS__TMPFS && !streq(a->virt, "/tmp"))
+			return fail(errbuf, errlen,
+			            "%s: unnamespaced mode has no tmpfs (only a private /tmp); "
+			            "this needs the namespaced mode", a->desc);
+	}
+
+	if (!mkdtemp(tmpl))
+		return fail(errbuf, errlen, "cannot create a private directory: %s",
+		            strerror(errno));
+	v->private_dir = strdup(tmpl);
+	if (!v->private_dir)
+		return -ENOMEM;
+
+	/* back tmpfs and inline files with host objects the supervisor can reach */
+	for (size_t i = 0; i < v->n_rules; i++) {
+		struct vfs__rule *a = &v->rules[i];
+
+		if (a->dead)
+			continue;
+		if (a->kind == VFS__TMPFS) {
+			if ((r = private_path(v, "tmp", &a->host)) < 0)
+				return r;
+			if (mkdir(a->host, 01777) < 0 || chmod(a->host, 01777) < 0)
+				return fail(errbuf, errlen, "%s: %s", a->desc, strerror(errno));
+			if (mode == VFS_MODE_UNNAMESPACED) {
+				/* the private /tmp lives at its own host path; the rest
+				 * of the host's /tmp is not mapped, so not visible */
+				free(a->virt);
+				a->virt = strdup(a->host);
+				if (!a->virt)
+					return -ENOMEM;
+			}
+			if (!v->tmpdir)
+				v->tmpdir = strdup(a->virt);
+		} else if (a->kind == VFS__FILE && a->content) {
+			if ((r = private_path(v, "file", &a->host)) < 0)
+				return r;
+			if ((r = write_file(a->host, a->content, strlen(a->content))) < 0)
+				return fail(errbuf, errlen, "%s: %s", a->desc, strerror(-r));
+		}
+	}
+
+	v->mounts = calloc(v->n_rules + 1, sizeof(*v->mounts));
+	v->globs = calloc(v->n_rules + 1, sizeof(*v->globs));
+	if (!v->mounts || !v->globs)
+		return -ENOMEM;
+	for (size_t i = 0; i < v->n_rules; i++) {
+		struct vfs__rule *a = &v->rules[i];
+		struct stat st;
+
+		if (a->kind == VFS__HIDE || a->kind == VFS__DENY) {
+			v->globs[ng++] = a;
+			continue;
+		}
+		if (a->dead)
+			continue;
+		/* Open every source now and keep the fd: a mapping is then pinned like a
+		 * mount, and a later rename or symlink swap of a host ancestor (possibly by
+		 * the sandbox itself, through another writable mapping) cannot move it. */
+		a->root_fd = open(a->host, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (a->root_fd < 0 || fstat(a->root_fd, &st) < 0)
+			return fail(errbuf, errlen, "%s: %s: %s", a->desc, a->host, strerror(errno));
+		a->root_is_link = S_ISLNK(st.st_mode);
+		if (a->kind == VFS__FILE)
+			a->writable = false;
+		v->mounts[nm++] = a;
+	}
+	v->n_mounts = nm;
+	v->n_globs = ng;
+	qsort(v->mounts, nm, sizeof(*v->mounts), cmp_mount);
+
+	/* unmapped ancestors of mount points must still be traversable */
+	for (size_t i = 0; i < nm; i++) {
+		char p[PATH_MAX];
+
+		snprintf(p, sizeof(p), "%s", v->mounts[i]->virt);
+		for (;;) {
+			char *s = strrchr(p, '/');
+
+			if (!s || streq(p, "/"))
+				break;
+			if (s == p)
+				s[1] = '\0';
+			else
+				*s = '\0';
+			if (vfs__mount_covering(v, p))
+				break;
+			if ((r = add_implicit(v, p)) < 0)
+				return r;
+		}
+	}
+	if (v->n_implicit)
+		qsort(v->implicit, v->n_implicit, sizeof(*v->implicit), cmp_str);
+
+	v->root_mount = (struct vfs__rule *)vfs__mount_exact(v, "/");
+	if (v->root_mount) {
+		v->root_fd = v->root_mount->root_fd;
+	} else if (mode == VFS_MODE_UNNAMESPACED) {
+		v->root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	} else {
+		/* namespaced: the unmapped tree is a skeleton of empty directories and
+		 * mount points, which the interposer can also use as the sandbox's root */
+		if ((r = private_path(v, "root", &v->skeleton)) < 0)
+			return r;
+		if (mkdir(v->skeleton, 0755) < 0)
+			return fail(errbuf, errlen, "skeleton: %s", strerror(errno));
+		for (size_t i = 0; i < v->n_implicit; i++)
+			if (!streq(v->implicit[i], "/") &&
+			    (r = skel_mkdirs(v, v->implicit[i])) < 0)
+				return fail(errbuf, errlen, "skeleton %s: %s", v->implicit[i],
+				            strerror(-r));
+		for (size_t i = 0; i < nm; i++) {
+			struct stat st;
+			char parent[PATH_MAX], *s;
+
+			snprintf(parent, sizeof(parent), "%s", v->mounts[i]->virt);
+			s = strrchr(parent, '/');
+			if (s == parent)
+				s[1] = '\0';
+			else
+				*s = '\0';
+			if (!vfs__is_implicit(v, parent))
+				continue;
+			if (fstat(v->mounts[i]->root_fd, &st) < 0 ||
+			    (r = skel_mountpoint(v, v->mounts[i], &st)) < 0)
+				return fail(errbuf, errlen, "skeleton %s: %s", v->mounts[i]->virt,
+				            strerror(errno));
+		}
+		v->root_fd = open(v->skeleton, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	}
+	if (v->root_fd < 0)
+		return fail(errbuf, errlen, "root: %s", strerror(errno));
+	v->finalized = true;
+
+	/* where the sandbox starts: chdir directive, else the workspace, else "/" */
+	{
+		const char *cands[] = { v->chdir, v->profile_cwd, v->cwd };
+
+		for (size_t i = 0; i < ELEMENTSOF(cands) && !v->initial_cwd; i++) {
+			struct vfs_caller c = { .pid = getpid(), .tgid = getpid(), .base = "/" };
+
+			if (cands[i] && vfs_check_chdir(v, &c, cands[i], NULL) == 0)
+				v->initial_cwd = strdup(cands[i]);
+		}
+		if (!v->initial_cwd && v->chdir)
+			return fail(errbuf, errlen, "chdir %s: not a visible directory", v->chdir);
+		if (!v->initial_cwd)
+			v->initial_cwd = strdup("/");
+		if (!v->initial_cwd)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+_public_ const char *vfs_initial_cwd(const struct vfs *v)
+{
+	return v->initial_cwd ? v->initial_cwd : "/";
+}
+
+/*
+ * The sandbox's temporary directory: in unnamespaced mode the private host directory
+ * that stands for /tmp (export it as TMPDIR); namespaced, the tmpfs's virtual path.
+ * NULL when the table has no tmpfs.
+ */
+_public_ const char *vfs_tmpdir(const struct vfs *v)
+{
+	return v->tmpdir;
+}
+
+/* Namespaced mode: host directory with the unmapped tree (empty directories, mount
+ * points, symlinks such as /bin -> usr/bin); NULL when "/" is mapped or unnamespaced. */
+_public_ const char *vfs_skeleton(const struct vfs *v)
+{
+	return v->skeleton;
+}
+
+_public_ int vfs_foreach_mount(const struct vfs *v,
+                               int (*fn)(const struct vfs_mount_info *m, void *ud), void *ud)
+{
+	int r;
+
+	for (size_t i = 0; i < v->n_mounts; i++) {
+		const struct vfs__rule *m = v->mounts[i];
+		struct vfs_mount_info mi = {
+			.kind = m->kind == VFS__TMPFS ? VFS_MOUNT_TMPFS :
+			        m->kind == VFS__FILE ? VFS_MOUNT_FILE : VFS_MOUNT_BIND,
+			.host = m->host,
+			.virt = m->virt,
+			.writable = m->writable,
+		};
+
+		/* a symlink cannot be bind-mounted: the mount namespace gets the same link */
+		if (m->root_is_link)
+			mi.kind = VFS_MOUNT_SYMLINK;
+		if ((r = fn(&mi, ud)) != 0)
+			return r;
+	}
+	/* literal hide rules can be enforced by the kernel layer too; globs cannot */
+	for (size_t i = 0; i < v->n_globs; i++) {
+		const struct vfs__rule *g = v->globs[i];
+		struct vfs_mount_info mi = { .kind = VFS_MOUNT_HIDE, .virt = g->virt };
+
+		if (g->kind != VFS__HIDE || strpbrk(g->virt, "*?\\"))
+			continue;
+		if ((r = fn(&mi, ud)) != 0)
+			return r;
+	}
+	return 0;
+}
+
+/* Canonical JSON: jansson with JSON_SORT_KEYS|JSON_COMPACT gives the canonical text. */
+_public_ void *vfs_to_json(const struct vfs *v)
+{
+	json_t *root = json_object(), *rules = json_array();
+
+	if (!root || !rules) {
+		json_decref(root);
+		json_decref(rules);
+		return NULL;
+	}
+	for (size_t i = 0; i < v->n_rules; i++) {
+		const struct vfs__rule *r = &v->rules[i];
+		json_t *o = json_object();
+
+		if (!o)
+			goto fail;
+		json_object_set_new(o, "directive", json_string(r->word));
+		json_object_set_new(o, "arg", json_string(r->arg));
+		if (r->kind <= VFS__FILE) {
+			json_object_set_new(o, "virtual", json_string(r->virt));
+			json_object_set_new(o, "writable", json_boolean(r->writable));
+			json_object_set_new(o, "replaced", json_boolean(r->dead));
+			if (r->kind == VFS__BIND)
+				json_object_set_new(o, "host", json_string(r->host));
+			if (r->kind == VFS__TMPFS && r->size)
+				json_object_set_new(o, "size", json_string(r->size));
+			if (r->kind == VFS__FILE && r->content)
+				json_object_set_new(o, "content", json_string(r->content));
+			if (r->kind == VFS__FILE && !r->content)
+				json_object_set_new(o, "host", json_string(r->host));
+		} else {
+			json_object_set_new(o, "glob", json_string(r->virt));
+		}
+		json_array_append_new(rules, o);
+	}
+	json_object_set_new(root, "rules", rules);
+	json_object_set_new(root, "chdir", v->chdir ? json_string(v->chdir) : json_null());
+	if (v->finalized)
+		json_object_set_new(root, "mode", json_string(v->mode == VFS_MODE_NAMESPACED ?
+		                                              "namespaced" : "unnamespaced"));
+	return root;
+fail:
+	json_decref(root);
+	json_decref(rules);
+	return NULL;
+}

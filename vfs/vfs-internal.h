@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vfs internals, shared by the files of the module only (STYLE.md §2).
+ *
+ * The table is a list of rules in the order they were given (seq). Mappings (bind,
+ * tmpfs, file) attach a host object to a virtual path; hide and deny rules are globs
+ * evaluated on every canonical prefix of a path at each call, so files created after the
+ * start are covered too. After vfs_finalize() nothing here changes except the change set,
+ * which has its own mutex; everything else is read concurrently by supervisor threads.
+ *
+ * Precedence: the mapping with the longest virtual path covering a path decides where it
+ * lives and whether it is writable (same path: the later one replaced the earlier). A
+ * hide/deny rule matching a prefix Q of the path blocks it, unless a mapping given after
+ * the rule has its virtual path at or below Q (a later, more specific mapping wins).
+ */
+#pragma once
+
+#include <pthread.h>
+
+#include "vfs.h"
+
+enum vfs__rule_kind {
+	VFS__BIND,
+	VFS__TMPFS,
+	VFS__FILE,
+	VFS__HIDE,
+	VFS__DENY,
+};
+
+struct vfs__rule {
+	enum vfs__rule_kind kind;
+	unsigned seq;
+	char *virt;        /* mappings: canonical virtual path; hide/deny: absolute glob */
+	char *host;        /* bind: host source; tmpfs: backing dir; file: host file */
+	char *content;     /* file with inline content (written to a host file at finalize) */
+	char *size;        /* tmpfs SIZE, kept for the JSON only */
+	char *desc;        /* "ro-bind /usr (policy.moat:3)", for verdicts */
+	char *word, *arg;  /* as given, for the JSON */
+	bool writable;
+	bool is_proc;      /* host source is /proc: pid filtering and magic links apply */
+	bool dead;         /* replaced by a later mapping of the same virtual path */
+	int root_fd;       /* O_PATH|O_NOFOLLOW fd of host, opened at finalize */
+	bool root_is_link; /* host source is a symlink (e.g. /bin -> usr/bin) */
+};
+
+struct vfs__change {
+	enum vfs_change_kind kind;
+	char *vpath;
+	char *old_vpath;
+};
+
+struct vfs {
+	struct vfs_proc_ops proc;
+	bool has_proc_ops;
+
+	struct vfs__rule *rules;
+	size_t n_rules, cap_rules;
+
+	/* built by vfs_finalize() */
+	bool finalized;
+	enum vfs_mode mode;
+	struct vfs__rule **mounts; /* live mappings, sorted by virt (parents first) */
+	size_t n_mounts;
+	struct vfs__rule **globs;  /* hide/deny, in seq order */
+	size_t n_globs;
+	char **implicit;           /* unmapped ancestors of mount points, sorted */
+	size_t n_implicit;
+	int root_fd;               /* host fd for "/" (skeleton or host root) */
+	struct vfs__rule *root_mount;
+
+	char *home;
+	char *cwd;                 /* supervisor cwd at vfs_new(), for relative sources */
+	char *profile_cwd;         /* workspace of the default profile */
+	char *chdir;               /* chdir directive */
+	char *initial_cwd;
+	char *private_dir;         /* host dir holding tmpfs backings, skeleton, files */
+	char *skeleton;            /* namespaced: host dir standing for the unmapped tree */
+	char *tmpdir;              /* what the sandbox should use as TMPDIR */
+	unsigned n_private;
+
+	pthread_mutex_t lock;      /* guards changes */
+	struct vfs__change *changes;
+	size_t n_changes, cap_changes;
+};
+
+/* table.c */
+bool vfs__glob_match(const char *pat, const char *path);
+int vfs__normalize(const char *base, const char *path, char *buf, size_t len);
+const struct vfs__rule *vfs__mount_exact(const struct vfs *v, const char *vpath);
+const struct vfs__rule *vfs__mount_covering(const struct vfs *v, const char *vpath);
+bool vfs__is_implicit(const struct vfs *v, const char *vpath);
+const struct vfs__rule *vfs__glob_latest(const struct vfs *v, const char *vpath);
+bool vfs__rescuable(const struct vfs *v, const struct vfs__rule *block, const char *vpath);
+bool vfs__path_under(const char *path, const char *dir);
+void vfs__verdict(struct vfs_verdict *verdict, int err, const char *rule, const char *vpath);
+
+/* walk.c */
+enum {
+	VFS__NOFOLLOW = 1u << 0, /* do not follow a symlink in the last component */
+};
+
+struct vfs__walk {
+	char vpath[PATH_MAX];       /* canonical virtual path of the last component */
+	size_t vlen;
+	int dirfd;                  /* O_PATH fd of the directory holding it (-1 for a mount root) */
+	bool dirfd_owned;
+	int fd;                     /* O_PATH fd of the object itself (-1 when it does not exist) */
+	bool fd_owned;
+	char hname[NAME_MAX + 1];   /* last component as the host names it (in dirfd) */
+	const struct vfs__rule *mount;  /* mapping covering vpath (NULL: an implicit directory) */
+	const struct vfs__rule *pmount; /* mapping covering the parent directory */
+	bool mount_root;            /* vpath is the root of a mapping */
+	bool exists;
+	bool must_dir;              /* the path had a trailing slash */
+	bool dot_last;              /* the path ended in "." or ".." */
+	struct stat st;             /* of the object, when it exists */
+	const struct vfs__rule *block; /* hide/deny rule in force */
+	int proc_depth;             /* components below a /proc mapping's root, -1 outside */
+	bool proc_task;             /* inside /proc/<pid>/task */
+	char synth[32];             /* target of a synthetic /proc/self link ("" when none) */
+	const char *root;           /* RESOLVE_IN_ROOT: virtual root of the walk */
+	uint64_t resolve;
+};
+
+int vfs__walk(const struct vfs *v, const struct vfs_caller *c, const char *path, unsigned flags,
+              uint64_t resolve, struct vfs__walk *w, struct vfs_verdict *verdict);
+void vfs__walk_done(struct vfs__walk *w);
+int vfs__walk_policy(const struct vfs *v, struct vfs__walk *w, unsigned want,
+                     struct vfs_verdict *verdict);
+int vfs__reopen(int fd, int flags);
+
+/* changes.c */
+void vfs__change_note(const struct vfs *v, enum vfs_change_kind kind, const char *vpath,
+                      const char *old_vpath);
+void vfs__changes_done(struct vfs *v);
