@@ -152,13 +152,25 @@ static bool match_from(const char *pat, const char *path)
 				s++;
 			}
 		}
-		if (!*path && pe == pat)
-			return !*pat;
+		if (!*path) {
+			/* "/" itself: only a pattern of "**" components matches it */
+			return (pe - pat == 0 && !*pat);
+		}
 		se = strchrnul(path, '/');
 		if (!match_comp(pat, pe, path, se))
 			return false;
-		if (!*pe || !*se)
-			return !*pe && !*se;
+		if (!*se) {
+			/* the path ends: the rest of the pattern may only be "**" */
+			while (*pe) {
+				pat = pe + 1;
+				pe = strchrnul(pat, '/');
+				if (pe - pat != 2 || pat[0] != '*' || pat[1] != '*')
+					return false;
+			}
+			return true;
+		}
+		if (!*pe)
+			return false;
 		pat = pe + 1;
 		path = se + 1;
 	}
@@ -572,6 +584,8 @@ static int add_glob(struct vfs *v, enum vfs__rule_kind kind, const char *word, c
 	if (a[0] == '/' || (a[0] == '~' && (a[1] == '/' || !a[1])) || strncmp(a, "./", 2) == 0 ||
 	    strncmp(a, "../", 3) == 0)
 		snprintf(tmp, sizeof(tmp), "%s", a);
+	else if (strncmp(a, "**", 2) == 0)
+		snprintf(tmp, sizeof(tmp), "/%s", a);
 	else
 		snprintf(tmp, sizeof(tmp), "/**/%s", a);
 	if (expand_path(v, tmp, pat, sizeof(pat)) < 0)
