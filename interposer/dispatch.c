@@ -865,7 +865,29 @@ static void report_denial(struct sup_call *c)
 			   c->verdict.rule[0] ? c->verdict.rule : "policy", en ? en : "error");
 }
 
-static void record(struct sup_call *c, uint64_t latency)
+struct call_stack {
+	struct audit_frame frames[32];
+	size_t n;
+	char strings[8192];
+};
+
+/* Stacks are taken while the thread still waits for our reply: only then does
+ * /proc/<tid>/syscall hold its stack pointer. Denials only (or every notified call with
+ * --audit-stacks all): a capture costs milliseconds (SCHEMA.md). */
+static void capture_stack(struct sup_call *c, struct call_stack *st)
+{
+	int n;
+
+	st->n = 0;
+	if (!c->s->audit || !audit_wants_stacks(c->s->audit, audit_decision_of(c)))
+		return;
+	n = audit_stack_capture(c->tid, c->tid, c->req->data.instruction_pointer, 0,
+				AUDIT_STACK_SCAN, st->frames, ELEMENTSOF(st->frames), st->strings,
+				sizeof(st->strings));
+	st->n = n > 0 ? (size_t)n : 0;
+}
+
+static void record(struct sup_call *c, uint64_t latency, const struct call_stack *st)
 {
 	struct audit_sys a;
 	char comm[32] = "";
@@ -899,6 +921,8 @@ static void record(struct sup_call *c, uint64_t latency)
 		.result = c->result,
 		.err = c->err,
 		.latency_ns = latency,
+		.stack = st->n ? st->frames : NULL,
+		.n_stack = st->n,
 	};
 	memcpy(a.args, c->req->data.args, sizeof(a.args));
 	audit_sys(c->s->audit, &a);
@@ -907,6 +931,7 @@ static void record(struct sup_call *c, uint64_t latency)
 void dispatch_one(struct sup_ctx *s, const struct seccomp_notif *req)
 {
 	struct sup_call c;
+	struct call_stack stack;
 	int r = 0;
 
 	/* Only the fields that must start clean: the path buffers are written before use. */
@@ -936,6 +961,7 @@ void dispatch_one(struct sup_ctx *s, const struct seccomp_notif *req)
 	}
 
 	handle(&c);
+	capture_stack(&c, &stack);
 
 	switch (c.outcome) {
 	case CALL_ADDFD:
@@ -964,5 +990,5 @@ void dispatch_one(struct sup_ctx *s, const struct seccomp_notif *req)
 		atomic_fetch_add(&s->n.emulated, 1);
 	if (c.policy_denied)
 		report_denial(&c);
-	record(&c, now_mono_ns() - c.t0);
+	record(&c, now_mono_ns() - c.t0, &stack);
 }

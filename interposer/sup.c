@@ -479,6 +479,143 @@ static void not_enforced(struct run *R, const char *what)
 	log_warning("%s", what);
 }
 
+/* ---- the audit stream ---- */
+
+static uint64_t wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int audit_start(struct run *R)
+{
+	struct sup_opts *o = R->o;
+	struct audit_opts ao = {
+		.session = o->session,
+		.tenant = o->tenant,
+		.key_path = o->audit_key,
+		.stacks_all = o->audit_stacks_all,
+	};
+	struct audit_feature feats[] = {
+		{ "user_namespaces", R->feat.user_ns, NULL },
+		{ "SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP", R->sync_wake_up, NULL },
+		{ "SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV", R->feat.wait_killable, NULL },
+		{ "landlock", R->feat.landlock_abi > 0, NULL },
+		{ "cgroup", R->have_cg, R->have_cg ? (R->cg.version == 2 ? "v2" : "v1") : R->cg_why },
+		{ "pidfd_getfd", R->feat.pidfd_getfd, NULL },
+	};
+	const char *names[256];
+	char buf[256][128];
+	unsigned char run_id[16];
+	char run_hex[33], cwd[PATH_MAX];
+	size_t n = 0;
+	extern char **environ;
+	int r;
+
+	r = audit_writer_open(o->audit_path, &ao, &R->ctx.audit);
+	if (r < 0)
+		return log_error_errno(r, "cannot open the audit stream %s: %s", o->audit_path,
+				       strerror(-r));
+	/* Names only: values of the caller's environment never enter the stream. */
+	for (char **e = environ; *e && n < ELEMENTSOF(names) - 1; e++) {
+		size_t len = strcspn(*e, "=");
+		snprintf(buf[n], sizeof(buf[n]), "%.*s", (int)MIN(len, 127), *e);
+		names[n] = buf[n];
+		n++;
+	}
+	names[n] = NULL;
+	randombytes_buf(run_id, sizeof(run_id));
+	sodium_bin2hex(run_hex, sizeof(run_hex), run_id, sizeof(run_id));
+	if (!getcwd(cwd, sizeof(cwd)))
+		snprintf(cwd, sizeof(cwd), "?");
+	struct audit_hdr h = {
+		.moat_version = MOAT_VERSION,
+		.run_id = run_hex,
+		.argv = (const char *const *)o->argv,
+		.cwd = cwd,
+		.env_names = names,
+		.policy_json = o->policy_json,
+		.policy_hash = o->policy_hash,
+		.mode = R->ctx.namespaced ? "namespaced" : "unnamespaced",
+		.kernel = R->feat.kernel,
+		.arch = sc_arch_name(R->ctx.arch),
+		.features = feats,
+		.n_features = ELEMENTSOF(feats),
+		.start_wall_ns = wall_ns(),
+		.start_mono_ns = R->t_start,
+	};
+	return audit_hdr(R->ctx.audit, &h);
+}
+
+struct change_list {
+	struct audit_change *v;
+	size_t n, cap;
+	char **strings;
+	size_t n_strings;
+};
+
+static int collect_change(const struct vfs_change *ch, void *ud)
+{
+	static const char *const kinds[] = { "created", "written", "deleted", "renamed" };
+	struct change_list *l = ud;
+	uint8_t *hash;
+
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 16;
+		struct audit_change *v = realloc(l->v, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		l->v = v;
+		l->cap = cap;
+	}
+	hash = ch->exists ? malloc(32) : NULL;
+	if (hash)
+		memcpy(hash, ch->sha256, 32);
+	l->v[l->n++] = (struct audit_change){
+		.kind = kinds[ch->kind],
+		.path = strdup(ch->vpath),
+		.old_path = ch->old_vpath ? strdup(ch->old_vpath) : NULL,
+		.size = ch->size,
+		.sha256 = hash,
+	};
+	return 0;
+}
+
+static void audit_finish(struct run *R, int status)
+{
+	struct change_list l = { 0 };
+	struct cgroup_stats cs = { 0 };
+	struct rusage ru;
+	int r;
+
+	if (R->have_cg)
+		cg_stats(&R->cg, &cs);
+	getrusage(RUSAGE_CHILDREN, &ru);
+	vfs_changes_foreach(R->ctx.vfs, collect_change, &l);
+	struct audit_ftr f = {
+		.exit_status = status,
+		.reason = sup_reason_name(R->reason),
+		.wall_ns = R->t_end - R->t_start,
+		.cpu_ns = (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000ull +
+			  (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000ull,
+		.peak_memory = cs.peak_memory ? cs.peak_memory : (uint64_t)ru.ru_maxrss * 1024,
+		.changes = l.v,
+		.n_changes = l.n,
+	};
+	r = audit_writer_close(R->ctx.audit, &f);
+	R->ctx.audit = NULL;
+	if (r < 0)
+		log_error("the audit stream %s is incomplete: %s", R->o->audit_path, strerror(-r));
+	for (size_t i = 0; i < l.n; i++) {
+		free((char *)l.v[i].path);
+		free((char *)l.v[i].old_path);
+		free((uint8_t *)l.v[i].sha256);
+	}
+	free(l.v);
+}
+
 /* ---- setup ---- */
 
 static int setup_limits(struct run *R)
@@ -633,6 +770,12 @@ int sup_run(struct sup_opts *o)
 		ep_add(R->epfd, R->timerfd);
 	}
 
+	if (o->audit_path && audit_start(R) < 0) {
+		kill(R->keeper, SIGKILL);
+		waitpid(R->keeper, NULL, 0);
+		return MOAT_EXIT_FAILURE;
+	}
+
 	r = loop(R);
 	if (r < 0)
 		log_error("supervisor loop failed: %s", strerror(-r));
@@ -659,6 +802,8 @@ int sup_run(struct sup_opts *o)
 	denial_summary(R);
 	if (o->report_path)
 		write_report(R, status);
+	if (R->ctx.audit)
+		audit_finish(R, status);
 	if (R->have_cg)
 		cg_destroy(&R->cg);
 	safe_close(R->ctx.listener);
