@@ -851,14 +851,14 @@ static int add_implicit(struct vfs *v, const char *path)
 	return 0;
 }
 
-/* mkdir -p inside the skeleton, without following anything. */
-static int skel_mkdirs(struct vfs *v, const char *vpath)
+/* mkdir -p of rel (absolute, "/a/b") below base, a private directory of ours. */
+static int skel_mkdirs(const char *base, const char *rel)
 {
 	char p[PATH_MAX];
 
-	if ((size_t)snprintf(p, sizeof(p), "%s%s", v->skeleton, vpath) >= sizeof(p))
+	if ((size_t)snprintf(p, sizeof(p), "%s%s", base, rel) >= sizeof(p))
 		return -ENAMETOOLONG;
-	for (char *s = p + strlen(v->skeleton) + 1; ; s++) {
+	for (char *s = p + strlen(base) + 1; ; s++) {
 		if (*s == '/' || *s == '\0') {
 			char c = *s;
 
@@ -875,13 +875,14 @@ static int skel_mkdirs(struct vfs *v, const char *vpath)
 
 /* A mount point in the skeleton: same type as the source, so a bind mount fits on it;
  * symlink sources become the same symlink (a symlink cannot be bind-mounted). */
-static int skel_mountpoint(struct vfs *v, const struct vfs__rule *m, const struct stat *st)
+static int skel_mountpoint(const char *base, const char *rel, const struct vfs__rule *m,
+                           const struct stat *st)
 {
 	char p[PATH_MAX], target[PATH_MAX];
 	ssize_t n;
 	int fd;
 
-	if ((size_t)snprintf(p, sizeof(p), "%s%s", v->skeleton, m->virt) >= sizeof(p))
+	if ((size_t)snprintf(p, sizeof(p), "%s%s", base, rel) >= sizeof(p))
 		return -ENAMETOOLONG;
 	if (m->root_is_link) {
 		n = readlinkat(m->root_fd, "", target, sizeof(target) - 1);
@@ -1051,6 +1052,38 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 	if (v->n_implicit)
 		qsort(v->implicit, v->n_implicit, sizeof(*v->implicit), cmp_str);
 
+	/* A mapping nested in a tmpfs (the workspace under /tmp) needs its mount point in
+	 * the tmpfs's backing dir: the walker passes through it, and the interposer's bind
+	 * mount lands on it. Bind sources of the host are never modified. */
+	for (size_t i = 0; i < nm; i++) {
+		const struct vfs__rule *m = v->mounts[i], *pm;
+		char parent[PATH_MAX], *s;
+		const char *rel;
+		struct stat st;
+
+		snprintf(parent, sizeof(parent), "%s", m->virt);
+		s = strrchr(parent, '/');
+		if (!s || streq(m->virt, "/"))
+			continue;
+		if (s == parent)
+			s[1] = '\0';
+		else
+			*s = '\0';
+		pm = vfs__mount_covering(v, parent);
+		if (!pm || pm->kind != VFS__TMPFS)
+			continue;
+		rel = streq(pm->virt, "/") ? m->virt : m->virt + strlen(pm->virt);
+		snprintf(parent, sizeof(parent), "%s", rel);
+		s = strrchr(parent, '/');
+		if (s != parent) {
+			*s = '\0';
+			if ((r = skel_mkdirs(pm->host, parent)) < 0)
+				return fail(errbuf, errlen, "%s: mount point: %s", m->desc, strerror(-r));
+		}
+		if (fstat(m->root_fd, &st) < 0 || (r = skel_mountpoint(pm->host, rel, m, &st)) < 0)
+			return fail(errbuf, errlen, "%s: mount point: %s", m->desc, strerror(errno));
+	}
+
 	v->root_mount = (struct vfs__rule *)vfs__mount_exact(v, "/");
 	if (v->root_mount) {
 		v->root_fd = v->root_mount->root_fd;
@@ -1065,7 +1098,7 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 			return fail(errbuf, errlen, "skeleton: %s", strerror(errno));
 		for (size_t i = 0; i < v->n_implicit; i++)
 			if (!streq(v->implicit[i], "/") &&
-			    (r = skel_mkdirs(v, v->implicit[i])) < 0)
+			    (r = skel_mkdirs(v->skeleton, v->implicit[i])) < 0)
 				return fail(errbuf, errlen, "skeleton %s: %s", v->implicit[i],
 				            strerror(-r));
 		for (size_t i = 0; i < nm; i++) {
@@ -1081,7 +1114,8 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 			if (!vfs__is_implicit(v, parent))
 				continue;
 			if (fstat(v->mounts[i]->root_fd, &st) < 0 ||
-			    (r = skel_mountpoint(v, v->mounts[i], &st)) < 0)
+			    (r = skel_mountpoint(v->skeleton, v->mounts[i]->virt, v->mounts[i],
+			                         &st)) < 0)
 				return fail(errbuf, errlen, "skeleton %s: %s", v->mounts[i]->virt,
 				            strerror(errno));
 		}

@@ -306,6 +306,30 @@ static void test_default_profile(void **state)
 	vfs_free(v);
 }
 
+/* Namespaced: the same profile on a skeleton root; /bin is a symlink there too. */
+static void test_default_profile_namespaced(void **state)
+{
+	struct vfs *v;
+	struct vfs_caller c = { .pid = getpid(), .tgid = getpid(), .base = "/" };
+	struct stat st;
+	char err[512];
+
+	(void)state;
+	assert_int_equal(vfs_new(NULL, &v), 0);
+	assert_int_equal(vfs_add_default_profile(v, tp("home/me"), tp("ws")), 0);
+	assert_int_equal(vfs_finalize(v, VFS_MODE_NAMESPACED, err, sizeof(err)), 0);
+	assert_non_null(vfs_skeleton(v));
+	assert_string_equal(vfs_tmpdir(v), "/tmp");
+	assert_int_equal(vfs_check_exec(v, &c, "/bin/sh", NULL), 0);
+	assert_int_equal(vfs_stat(v, &c, "/etc/shadow", 0, &st, NULL), -ENOENT);
+	assert_int_equal(vfs_stat(v, &c, tp("ws/a.txt"), 0, &st, NULL), 0);
+	assert_int_equal(vfs_stat(v, &c, tp("ws/.env"), 0, &st, NULL), -ENOENT);
+	assert_int_equal(vfs_stat(v, &c, tp("home/me/notes"), 0, &st, NULL), -ENOENT);
+	assert_int_equal(vfs_mkdir(v, &c, "/tmp/d", 0700, NULL), 0);
+	assert_int_equal(vfs_mkdir(v, &c, "/opt", 0700, NULL), -EROFS);
+	vfs_free(v);
+}
+
 /* --- vfs_decide ----------------------------------------------------------------------------- */
 
 static void test_decide(void **state)
@@ -674,6 +698,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unnamespaced_refusals, setup, teardown),
 		cmocka_unit_test(test_glob),
 		cmocka_unit_test_setup_teardown(test_default_profile, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_default_profile_namespaced, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_decide, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_entry_ops, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dirents, setup, teardown),
