@@ -390,6 +390,7 @@ _public_ struct vfs *vfs_free(struct vfs *v)
 		free(r->host);
 		free(r->content);
 		free(r->size);
+		free(r->given);
 		free(r->desc);
 		free(r->word);
 		free(r->arg);
@@ -662,8 +663,9 @@ _public_ int vfs_add_directive(struct vfs *v, const char *word, const char *arg,
 			return -ENOMEM;
 		r->writable = true;
 		r->virt = strdup(path);
+		r->given = strdup(path);
 		r->size = size[0] ? strdup(size) : NULL;
-		return r->virt ? 0 : -ENOMEM;
+		return r->virt && r->given ? 0 : -ENOMEM;
 	}
 	if (streq(word, "file")) {
 		char dst[PATH_MAX];
@@ -1220,7 +1222,8 @@ _public_ void *vfs_to_json(const struct vfs *v)
 		json_object_set_new(o, "directive", json_string(r->word));
 		json_object_set_new(o, "arg", json_string(r->arg));
 		if (r->kind <= VFS__FILE) {
-			json_object_set_new(o, "virtual", json_string(r->virt));
+			/* the policy, not this run's private paths: the hash must be stable */
+			json_object_set_new(o, "virtual", json_string(r->given ? r->given : r->virt));
 			json_object_set_new(o, "writable", json_boolean(r->writable));
 			json_object_set_new(o, "replaced", json_boolean(r->dead));
 			if (r->kind == VFS__BIND)

@@ -34,6 +34,7 @@ struct vfs__rule {
 	char *host;        /* bind: host source; tmpfs: backing dir; file: host file */
 	char *content;     /* file with inline content (written to a host file at finalize) */
 	char *size;        /* tmpfs SIZE, kept for the JSON only */
+	char *given;       /* tmpfs DST as given (virt becomes the host dir when unnamespaced) */
 	char *desc;        /* "ro-bind /usr (policy.moat:3)", for verdicts */
 	char *word, *arg;  /* as given, for the JSON */
 	bool writable;

@@ -688,6 +688,26 @@ static void test_json(void **state)
 	free(sb);
 	vfs_free(a);
 	vfs_free(b);
+
+	/* unnamespaced, the private /tmp has a random host path; the JSON does not */
+	{
+		char err[256];
+
+		assert_int_equal(vfs_new(NULL, &a), 0);
+		assert_int_equal(vfs_new(NULL, &b), 0);
+		add(a, "tmpfs", "/tmp");
+		add(b, "tmpfs", "/tmp");
+		assert_int_equal(vfs_finalize(a, VFS_MODE_UNNAMESPACED, err, sizeof(err)), 0);
+		assert_int_equal(vfs_finalize(b, VFS_MODE_UNNAMESPACED, err, sizeof(err)), 0);
+		assert_string_not_equal(vfs_tmpdir(a), vfs_tmpdir(b));
+		sa = dump(a);
+		sb = dump(b);
+		assert_string_equal(sa, sb);
+		free(sa);
+		free(sb);
+		vfs_free(a);
+		vfs_free(b);
+	}
 }
 
 int main(void)
