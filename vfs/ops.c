@@ -63,7 +63,7 @@ static int open_once(const struct vfs *v, const struct vfs_caller *c, const char
                      int flags, mode_t mode, uint64_t resolve, struct vfs_verdict *verdict,
                      bool *ret_retry)
 {
-	_cleanup_walk_ struct vfs__walk w;
+	_cleanup_walk_ struct vfs__walk w = { .dirfd = -1, .fd = -1 };
 	int acc = flags & O_ACCMODE, r, fd;
 	bool tmpfile = (flags & O_TMPFILE) == O_TMPFILE;
 	bool writes = acc != O_RDONLY || (flags & O_TRUNC) || tmpfile;
@@ -148,7 +148,7 @@ _public_ int vfs_open(const struct vfs *v, const struct vfs_caller *c, const cha
 _public_ int vfs_stat(const struct vfs *v, const struct vfs_caller *c, const char *path, int flags,
                       struct stat *ret_st, struct vfs_verdict *verdict)
 {
-	_cleanup_walk_ struct vfs__walk w;
+	_cleanup_walk_ struct vfs__walk w = { .dirfd = -1, .fd = -1 };
 	int r;
 
 	r = vfs__walk(v, c, path, (flags & AT_SYMLINK_NOFOLLOW) ? VFS__NOFOLLOW : 0, 0, &w,
@@ -168,7 +168,7 @@ _public_ int vfs_statx(const struct vfs *v, const struct vfs_caller *c, const ch
                        int flags, unsigned mask, struct statx *ret_stx,
                        struct vfs_verdict *verdict)
 {
-	_cleanup_walk_ struct vfs__walk w;
+	_cleanup_walk_ struct vfs__walk w = { .dirfd = -1, .fd = -1 };
 	int r;
 
 	r = vfs__walk(v, c, path, (flags & AT_SYMLINK_NOFOLLOW) ? VFS__NOFOLLOW : 0, 0, &w,
@@ -188,7 +188,7 @@ _public_ int vfs_statx(const struct vfs *v, const struct vfs_caller *c, const ch
 _public_ int vfs_statfs(const struct vfs *v, const struct vfs_caller *c, const char *path,
                         struct statfs *ret, struct vfs_verdict *verdict)
 {
-	_cleanup_walk_ struct vfs__walk w;
+	_cleanup_walk_ struct vfs__walk w = { .dirfd = -1, .fd = -1 };
 	int r;
 
 	r = vfs__walk(v, c, path, 0, 0, &w, verdict);
@@ -210,7 +210,7 @@ _public_ int vfs_statfs(const struct vfs *v, const struct vfs_caller *c, const c
 _public_ int vfs_access(const struct vfs *v, const struct vfs_caller *c, const char *path, int mode,
                         int flags, struct vfs_verdict *verdict)
 {
-	_cleanup_walk_ struct vfs__walk w;
+	_cleanup_walk_ struct vfs__walk w = { .dirfd = -1, .fd = -1 };
 	char p[64];
 	unsigned want = 0;
 	int r;
@@ -241,7 +241,7 @@ _public_ int vfs_access(const struct vfs *v, const struct vfs_caller *c, const c
 _public_ int vfs_readlink(const struct vfs *v, const struct vfs_caller *c, const char *path,
                           char *buf, size_t len, struct vfs_verdict *verdict)
 {
-	_cleanup_walk_ struct vfs__walk w;
+	_cleanup_walk_ struct vfs__walk w = { .dirfd = -1, .fd = -1 };
 	ssize_t n;
 	int r;
 
@@ -271,7 +271,7 @@ _public_ int vfs_readlink(const struct vfs *v, const struct vfs_caller *c, const
 _public_ int vfs_check_exec(const struct vfs *v, const struct vfs_caller *c, const char *path,
                             struct vfs_verdict *verdict)
 {
-	_cleanup_walk_ struct vfs__walk w;
+	_cleanup_walk_ struct vfs__walk w = { .dirfd = -1, .fd = -1 };
 	char p[64];
 	int r;
 
@@ -292,7 +292,7 @@ _public_ int vfs_check_exec(const struct vfs *v, const struct vfs_caller *c, con
 _public_ int vfs_check_chdir(const struct vfs *v, const struct vfs_caller *c, const char *path,
                              struct vfs_verdict *verdict)
 {
-	_cleanup_walk_ struct vfs__walk w;
+	_cleanup_walk_ struct vfs__walk w = { .dirfd = -1, .fd = -1 };
 	char p[64];
 	int r;
 
@@ -315,7 +315,7 @@ _public_ int vfs_check_chdir(const struct vfs *v, const struct vfs_caller *c, co
 _public_ int vfs_mkdir(const struct vfs *v, const struct vfs_caller *c, const char *path,
                        mode_t mode, struct vfs_verdict *verdict)
 {
-	_cleanup_walk_ struct vfs__walk w;
+	_cleanup_walk_ struct vfs__walk w = { .dirfd = -1, .fd = -1 };
 	int r;
 
 	r = vfs__walk(v, c, path, VFS__NOFOLLOW, 0, &w, verdict);
@@ -335,7 +335,7 @@ _public_ int vfs_mkdir(const struct vfs *v, const struct vfs_caller *c, const ch
 _public_ int vfs_mknod(const struct vfs *v, const struct vfs_caller *c, const char *path,
                        mode_t mode, dev_t dev, struct vfs_verdict *verdict)
 {
-	_cleanup_walk_ struct vfs__walk w;
+	_cleanup_walk_ struct vfs__walk w = { .dirfd = -1, .fd = -1 };
 	mode_t type = mode & S_IFMT;
 	int r;
 
@@ -363,7 +363,7 @@ _public_ int vfs_mknod(const struct vfs *v, const struct vfs_caller *c, const ch
 _public_ int vfs_unlink(const struct vfs *v, const struct vfs_caller *c, const char *path,
                         int flags, struct vfs_verdict *verdict)
 {
-	_cleanup_walk_ struct vfs__walk w;
+	_cleanup_walk_ struct vfs__walk w = { .dirfd = -1, .fd = -1 };
 	int r;
 
 	if (flags & ~AT_REMOVEDIR)
@@ -478,7 +478,7 @@ _public_ int vfs_link(const struct vfs *v, const struct vfs_caller *oldc, const 
 _public_ int vfs_symlink(const struct vfs *v, const char *target, const struct vfs_caller *c,
                          const char *linkpath, struct vfs_verdict *verdict)
 {
-	_cleanup_walk_ struct vfs__walk w;
+	_cleanup_walk_ struct vfs__walk w = { .dirfd = -1, .fd = -1 };
 	int r;
 
 	/* the target is only text: it is resolved inside the view whenever it is used */
@@ -519,7 +519,7 @@ static int meta_walk(const struct vfs *v, const struct vfs_caller *c, const char
 _public_ int vfs_chmod(const struct vfs *v, const struct vfs_caller *c, const char *path,
                        mode_t mode, int flags, struct vfs_verdict *verdict)
 {
-	_cleanup_walk_ struct vfs__walk w;
+	_cleanup_walk_ struct vfs__walk w = { .dirfd = -1, .fd = -1 };
 	char p[64];
 	int r;
 
@@ -538,7 +538,7 @@ _public_ int vfs_chmod(const struct vfs *v, const struct vfs_caller *c, const ch
 _public_ int vfs_chown(const struct vfs *v, const struct vfs_caller *c, const char *path, uid_t uid,
                        gid_t gid, int flags, struct vfs_verdict *verdict)
 {
-	_cleanup_walk_ struct vfs__walk w;
+	_cleanup_walk_ struct vfs__walk w = { .dirfd = -1, .fd = -1 };
 	int r;
 
 	if (flags & ~(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH))
@@ -553,7 +553,7 @@ _public_ int vfs_chown(const struct vfs *v, const struct vfs_caller *c, const ch
 _public_ int vfs_truncate(const struct vfs *v, const struct vfs_caller *c, const char *path,
                           off_t length, struct vfs_verdict *verdict)
 {
-	_cleanup_walk_ struct vfs__walk w;
+	_cleanup_walk_ struct vfs__walk w = { .dirfd = -1, .fd = -1 };
 	_cleanup_close_ int fd = -1;
 	int r;
 
@@ -584,7 +584,7 @@ _public_ int vfs_utimensat(const struct vfs *v, const struct vfs_caller *c, cons
                            const struct timespec times[2], int flags,
                            struct vfs_verdict *verdict)
 {
-	_cleanup_walk_ struct vfs__walk w;
+	_cleanup_walk_ struct vfs__walk w = { .dirfd = -1, .fd = -1 };
 	int r;
 
 	if (flags & ~AT_SYMLINK_NOFOLLOW)
@@ -601,7 +601,7 @@ _public_ int vfs_utimensat(const struct vfs *v, const struct vfs_caller *c, cons
 _public_ int vfs_resolve(const struct vfs *v, const struct vfs_caller *c, const char *path,
                          unsigned want, char ret_name[NAME_MAX + 1], struct vfs_verdict *verdict)
 {
-	_cleanup_walk_ struct vfs__walk w;
+	_cleanup_walk_ struct vfs__walk w = { .dirfd = -1, .fd = -1 };
 	int r, fd;
 
 	r = vfs__walk(v, c, path, (want & VFS_WANT_NOFOLLOW) ? VFS__NOFOLLOW : 0, 0, &w, verdict);
