@@ -397,7 +397,7 @@ _public_ int vfs_rename(const struct vfs *v, const struct vfs_caller *oldc, cons
                         const struct vfs_caller *newc, const char *newpath, unsigned flags,
                         struct vfs_verdict *verdict)
 {
-	_cleanup_walk_ struct vfs__walk o, n;
+	_cleanup_walk_ struct vfs__walk o = { .dirfd = -1, .fd = -1 }, n = { .dirfd = -1, .fd = -1 };
 	int r;
 
 	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT))
@@ -442,7 +442,7 @@ _public_ int vfs_link(const struct vfs *v, const struct vfs_caller *oldc, const 
                       const struct vfs_caller *newc, const char *newpath, int flags,
                       struct vfs_verdict *verdict)
 {
-	_cleanup_walk_ struct vfs__walk o, n;
+	_cleanup_walk_ struct vfs__walk o = { .dirfd = -1, .fd = -1 }, n = { .dirfd = -1, .fd = -1 };
 	int r;
 
 	if (flags & ~AT_SYMLINK_FOLLOW)
