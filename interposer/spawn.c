@@ -31,6 +31,7 @@
 #include "missing-seccomp.h"
 #include "spawn.h"
 #include "cgroup.h"
+#include "landlock.h"
 #include "vfs.h"
 
 extern char **environ;
@@ -44,6 +45,7 @@ enum stage {
 	STAGE_RLIMIT,
 	STAGE_NNP,
 	STAGE_CAPS,
+	STAGE_LANDLOCK,
 	STAGE_FILTER,
 	STAGE_FORK,
 	STAGE_SETSID,
@@ -60,6 +62,7 @@ static const char *const stage_names[_STAGE_MAX] = {
 	[STAGE_RLIMIT] = "setting resource limits",
 	[STAGE_NNP] = "setting no_new_privs",
 	[STAGE_CAPS] = "dropping capabilities",
+	[STAGE_LANDLOCK] = "applying the Landlock ruleset",
 	[STAGE_FILTER] = "installing the seccomp filter",
 	[STAGE_FORK] = "forking the command",
 	[STAGE_SETSID] = "starting a new session",
@@ -412,6 +415,11 @@ _noreturn_ static void command_main(struct spawn_plan *p, pid_t keeper)
 		child_fail(p->sync_fd, STAGE_NNP, errno);
 	if (p->namespaced && drop_capabilities() < 0)
 		child_fail(p->sync_fd, STAGE_CAPS, errno);
+	if (p->features->landlock_abi > 0) {
+		r = sandbox_landlock(o->vfs, p->features->landlock_abi);
+		if (r < 0)
+			child_fail(p->sync_fd, STAGE_LANDLOCK, -r);
+	}
 
 	listener = sup_filter_install(&p->prog, p->features->wait_killable);
 	if (listener < 0)
