@@ -24,6 +24,7 @@
 #include "net.h"
 #include "policy.h"
 #include "proc-ops.h"
+#include "replay.h"
 #include "sc.h"
 #include "sup.h"
 #include "vfs.h"
@@ -452,6 +453,10 @@ int main(int argc, char **argv)
 		return cmd_syscalls(argc - 1, argv + 1);
 	if (streq(argv[1], "policy"))
 		return cmd_policy(argc - 1, argv + 1);
+	if (streq(argv[1], "audit") && argc >= 3 && streq(argv[2], "replay"))
+		return replay_cli(argc - 2, argv + 2);
+	if (streq(argv[1], "audit") && argc >= 3 && streq(argv[2], "suggest"))
+		return suggest_cli(argc - 2, argv + 2);
 	if (streq(argv[1], "audit"))
 		return audit_cli(argc - 2, argv + 2);
 	usage_fail(main_usage, "unknown subcommand '%s'", argv[1]);

@@ -1,0 +1,1199 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `moat audit replay --policy NEW FILE` and `moat audit suggest FILE [-o OUT]`.
+ *
+ * replay feeds every recorded name decision through the decision code the supervisor
+ * uses, vfs_decide() and net_decide(), under NEW, and prints each one that flips between
+ * allowed and denied. Only the decision is replayed, not the host: vfs_decide() takes
+ * the canonical virtual path the run recorded (`resolved`), so a symlink that NEW would
+ * hide on the way to a file is judged by where the run actually arrived, and /proc pid
+ * visibility (a property of the live process tree) is not re-decided.
+ *
+ * NEW is built exactly as `moat run --policy NEW` builds it (policy_load_file() +
+ * policy_apply()), and since the default profile maps the working directory and $HOME,
+ * replay first changes to the run's recorded cwd. When that directory no longer exists it
+ * says so and decides from the current directory instead: paths in the old workspace
+ * then look unmapped. $HOME is this process's own (the stream keeps names, not values).
+ *
+ * What a record could not tell (documented limits):
+ *   - the access a call needed is derived from its syscall and flags, as the vfs
+ *     operations derive it; whether a written object was a device (exempt from
+ *     read-only mappings) is asked of the host at replay time;
+ *   - a record that failed for want of the file (ENOENT from the host, not from a rule)
+ *     is not a change when NEW denies it with the same ENOENT: the program sees the same;
+ *   - a denied call records the path only as far as resolution got (`/root` for
+ *     `/root/.x/y`); replay then decides on the path the program gave, made absolute
+ *     against the recorded cwd, when it extends the recorded prefix;
+ *   - the socket type of a connect is not recorded: connect counts as TCP, sendto and
+ *     sendmsg as UDP;
+ *   - fd-based records (getdents64, fstat through AT_EMPTY_PATH) carry no decision.
+ *
+ * suggest writes a `moat-policy 1` file with `profile none` and the mappings the run
+ * needed: what it read (ro-bind), what it wrote or created entries in (bind), the
+ * workspace (bind, read-only unless written), a private /tmp when it used /tmp, /proc
+ * when it looked there, and allow-net for every destination. Paths are resolved on the
+ * host again so that every symlink on the way (merged /usr's /lib, /etc/localtime) is
+ * mapped too; a path that did not exist maps its deepest existing directory, so the
+ * lookup fails with the host's ENOENT instead of a denial. Exec'd programs also map their
+ * ELF interpreter and #! interpreter, which the kernel opens without notifying us.
+ * Read-only paths are collapsed to at most three components (/usr/lib/python3.11) and
+ * four or more siblings to their directory (never to a top-level directory, so /etc stays
+ * a list of files). Virtual paths are taken as host paths, which holds in unnamespaced
+ * mode and for the default profile.
+ */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <getopt.h>
+#include <arpa/inet.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "audit.h"
+#include "cleanup.h"
+#include "macros.h"
+#include "net.h"
+#include "policy.h"
+#include "proc-ops.h"
+#include "replay.h"
+#include "sc.h"
+#include "vfs.h"
+
+#define EXIT_CHANGES 1
+#define EXIT_USAGE 2
+
+/* --- shared helpers ------------------------------------------------------------------ */
+
+/* Lexical normalization against base (no symlinks followed): "/a/./b/../c" -> "/a/c". */
+static int normalize(const char *base, const char *path, char *buf, size_t len)
+{
+	char tmp[PATH_MAX * 2 + 2];
+	size_t o = 1;
+	int n;
+
+	if (path[0] == '/')
+		n = snprintf(tmp, sizeof(tmp), "%s", path);
+	else
+		n = snprintf(tmp, sizeof(tmp), "%s/%s", base ? base : "/", path);
+	if (n < 0 || (size_t)n >= sizeof(tmp) || len < 2)
+		return -ENAMETOOLONG;
+	buf[0] = '/';
+	for (const char *p = tmp; *p;) {
+		const char *e;
+		size_t cl;
+
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		e = strchrnul(p, '/');
+		cl = (size_t)(e - p);
+		if (cl == 2 && p[0] == '.' && p[1] == '.') {
+			while (o > 1 && buf[o - 1] != '/')
+				o--;
+			if (o > 1)
+				o--;
+		} else if (!(cl == 1 && p[0] == '.')) {
+			if (o > 1)
+				buf[o++] = '/';
+			if (o + cl + 1 >= len)
+				return -ENAMETOOLONG;
+			memcpy(buf + o, p, cl);
+			o += cl;
+		}
+		p = e;
+	}
+	buf[o] = '\0';
+	return 0;
+}
+
+static bool path_under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	if (streq(dir, "/"))
+		return path[0] == '/';
+	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+/* Whether name is in the |-separated list text ("O_WRONLY|O_CREAT"). */
+static bool has_flag(const char *text, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *p = text; p && *p;) {
+		const char *e = strchrnul(p, '|');
+
+		if ((size_t)(e - p) == n && strncmp(p, name, n) == 0)
+			return true;
+		p = *e ? e + 1 : e;
+	}
+	return false;
+}
+
+enum call_kind {
+	CALL_NONE,      /* no name decision (fd-based, or a syscall we do not replay) */
+	CALL_PATH,      /* vfs: want bits on path (and CREATE on path2 for rename/link) */
+	CALL_NET,       /* net: destination in addr */
+};
+
+struct call_need {
+	enum call_kind kind;
+	unsigned want;          /* VFS_WANT_* on the (first) path */
+	unsigned want2;         /* on path2 when it names a second object, else 0 */
+	bool path2_is_path;
+	bool exec;
+	bool binding;           /* bind(2) rather than connect/send */
+	int sock_type;
+};
+
+/* The access a recorded syscall needed, derived as the vfs operations derive it. */
+static struct call_need call_need(const struct audit_sys *s)
+{
+	const char *n = s->syscall ? s->syscall : "";
+	struct call_need k = { .kind = CALL_PATH };
+
+	if (streq(n, "open") || streq(n, "openat") || streq(n, "openat2") || streq(n, "creat")) {
+		bool creat = streq(n, "creat") || has_flag(s->flags, "O_CREAT");
+		bool tmpfile = has_flag(s->flags, "O_TMPFILE");
+		bool writes = streq(n, "creat") || has_flag(s->flags, "O_WRONLY") ||
+			      has_flag(s->flags, "O_RDWR") || has_flag(s->flags, "O_TRUNC");
+
+		if (has_flag(s->flags, "O_PATH"))
+			k.want = 0;
+		else if (tmpfile)
+			k.want = VFS_WANT_WRITE;
+		else if (creat)
+			k.want = VFS_WANT_CREATE | (writes ? VFS_WANT_WRITE : 0);
+		else
+			k.want = writes ? VFS_WANT_WRITE | VFS_WANT_READ : VFS_WANT_READ;
+	} else if (streq(n, "stat") || streq(n, "lstat") || streq(n, "newfstatat") ||
+		   streq(n, "statx") || streq(n, "readlink") || streq(n, "readlinkat")) {
+		k.want = 0;
+	} else if (streq(n, "statfs") || streq(n, "getxattr") || streq(n, "lgetxattr") ||
+		   streq(n, "listxattr") || streq(n, "llistxattr") ||
+		   streq(n, "inotify_add_watch")) {
+		k.want = VFS_WANT_READ;
+	} else if (streq(n, "access") || streq(n, "faccessat") || streq(n, "faccessat2")) {
+		uint64_t mode = streq(n, "access") ? s->args[1] : s->args[2];
+
+		k.want = ((mode & R_OK) ? VFS_WANT_READ : 0) | ((mode & X_OK) ? VFS_WANT_EXEC : 0) |
+			 ((mode & W_OK) ? VFS_WANT_WRITE : 0);
+	} else if (streq(n, "mkdir") || streq(n, "mkdirat") || streq(n, "mknod") ||
+		   streq(n, "mknodat") || streq(n, "unlink") || streq(n, "unlinkat") ||
+		   streq(n, "rmdir") || streq(n, "symlink") || streq(n, "symlinkat")) {
+		k.want = VFS_WANT_CREATE;
+	} else if (streq(n, "rename") || streq(n, "renameat") || streq(n, "renameat2")) {
+		k.want = VFS_WANT_CREATE;
+		k.want2 = VFS_WANT_CREATE;
+		k.path2_is_path = true;
+	} else if (streq(n, "link") || streq(n, "linkat")) {
+		k.want = VFS_WANT_READ;
+		k.want2 = VFS_WANT_CREATE;
+		k.path2_is_path = true;
+	} else if (streq(n, "chmod") || streq(n, "fchmodat") || streq(n, "fchmodat2") ||
+		   streq(n, "chown") || streq(n, "lchown") || streq(n, "fchownat") ||
+		   streq(n, "truncate") || streq(n, "utime") || streq(n, "utimes") ||
+		   streq(n, "futimesat") || streq(n, "utimensat") || streq(n, "setxattr") ||
+		   streq(n, "lsetxattr") || streq(n, "removexattr") || streq(n, "lremovexattr")) {
+		k.want = VFS_WANT_WRITE;
+	} else if (streq(n, "execve") || streq(n, "execveat")) {
+		k.want = VFS_WANT_EXEC;
+		k.exec = true;
+	} else if (streq(n, "chdir")) {
+		k.want = VFS_WANT_EXEC;
+	} else if (streq(n, "connect") || streq(n, "bind") || streq(n, "sendto") ||
+		   streq(n, "sendmsg") || streq(n, "sendmmsg")) {
+		k.kind = CALL_NET;
+		k.binding = streq(n, "bind");
+		k.sock_type = streq(n, "connect") || k.binding ? SOCK_STREAM : SOCK_DGRAM;
+		k.want = k.binding ? VFS_WANT_CREATE | VFS_WANT_WRITE : VFS_WANT_WRITE;
+	} else {
+		k.kind = CALL_NONE;
+	}
+	return k;
+}
+
+/* "10.0.0.1:443", "[::1]:53" -> sockaddr. Returns 0 or -EINVAL (unix:, family N, ...). */
+static int parse_inet(const char *text, struct sockaddr_storage *ss, socklen_t *ret_len)
+{
+	char host[INET6_ADDRSTRLEN + 1];
+	const char *colon, *h = text;
+	size_t hl;
+	unsigned long port;
+	char *end;
+
+	memset(ss, 0, sizeof(*ss));
+	if (text[0] == '[') {
+		const char *rb = strchr(text, ']');
+
+		if (!rb || rb[1] != ':')
+			return -EINVAL;
+		h = text + 1;
+		hl = (size_t)(rb - h);
+		colon = rb + 1;
+	} else {
+		colon = strrchr(text, ':');
+		if (!colon)
+			return -EINVAL;
+		hl = (size_t)(colon - text);
+	}
+	if (hl == 0 || hl >= sizeof(host))
+		return -EINVAL;
+	memcpy(host, h, hl);
+	host[hl] = '\0';
+	port = strtoul(colon + 1, &end, 10);
+	if (*end || end == colon + 1 || port > 65535)
+		return -EINVAL;
+	if (text[0] != '[') {
+		struct sockaddr_in *in = (void *)ss;
+
+		if (inet_pton(AF_INET, host, &in->sin_addr) != 1)
+			return -EINVAL;
+		in->sin_family = AF_INET;
+		in->sin_port = htons((uint16_t)port);
+		*ret_len = sizeof(*in);
+	} else {
+		struct sockaddr_in6 *in6 = (void *)ss;
+
+		if (inet_pton(AF_INET6, host, &in6->sin6_addr) != 1)
+			return -EINVAL;
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = htons((uint16_t)port);
+		*ret_len = sizeof(*in6);
+	}
+	return 0;
+}
+
+/* The path a denied record was about: the recorded prefix, extended to the path the
+ * program gave when that path (made absolute against the run's cwd) continues it. */
+static const char *subject_path(const struct audit_sys *s, const char *cwd, char *buf,
+				size_t len)
+{
+	const char *res = s->resolved;
+
+	if (!res)
+		return NULL;
+	if (s->decision == AUDIT_DENIED && s->path && s->path[0] &&
+	    normalize(cwd, s->path, buf, len) == 0 && path_under(buf, res))
+		return buf;
+	return res;
+}
+
+struct run_info {
+	char *cwd;
+	enum vfs_mode mode;
+	bool have_hdr;
+};
+
+static int read_hdr(struct audit_reader *r, const struct audit_rec *rec, struct run_info *ri)
+{
+	struct audit_hdr h;
+
+	if (audit_decode_hdr(r, rec, &h) < 0)
+		return -EBADMSG;
+	free(ri->cwd);
+	ri->cwd = strdup(h.cwd ? h.cwd : "/");
+	if (!ri->cwd)
+		return -ENOMEM;
+	ri->mode = h.mode && streq(h.mode, "unnamespaced") ? VFS_MODE_UNNAMESPACED
+							    : VFS_MODE_NAMESPACED;
+	ri->have_hdr = true;
+	return 0;
+}
+
+/* Say how a damaged or truncated stream ended; the tools still use what they read. */
+static void warn_stream_end(const char *file, struct audit_reader *r, unsigned bad)
+{
+	const struct audit_read_status *st = audit_reader_status(r);
+
+	if (bad)
+		fprintf(stderr, "moat audit: %s: %u damaged frame%s skipped\n", file, bad,
+			bad == 1 ? "" : "s");
+	if (st->truncated)
+		fprintf(stderr, "moat audit: %s: truncated after %llu complete frames "
+			"(%llu bytes lost); using the records before it\n", file,
+			(unsigned long long)st->frames, (unsigned long long)st->lost_bytes);
+}
+
+/* --- replay -------------------------------------------------------------------------- */
+
+struct replay {
+	struct vfs *vfs;
+	struct net *net;
+	struct run_info ri;
+	char old_tmp[PATH_MAX];        /* unnamespaced: the recorded run's private /tmp dir */
+	unsigned long long decided, changed, to_denied, to_allowed, skipped;
+	bool json;
+};
+
+/*
+ * Unnamespaced runs record their private /tmp at its host path
+ * (/tmp/moat-vfs-XXXXXX/tmpN); this replay's NEW has a private dir of its own.
+ */
+static const char *map_private_tmp(struct replay *R, const char *vpath, char *buf, size_t len)
+{
+	const char *tmpdir = vfs_tmpdir(R->vfs);
+	const char *p = vpath, *e;
+
+	if (R->ri.mode != VFS_MODE_UNNAMESPACED || !tmpdir ||
+	    strncmp(p, "/tmp/moat-vfs-", 14) != 0)
+		return vpath;
+	e = strchr(p + 14, '/');
+	if (!e || strncmp(e, "/tmp", 4) != 0)
+		return vpath;
+	e += 4;
+	while (*e >= '0' && *e <= '9')
+		e++;
+	if (*e && *e != '/')
+		return vpath;
+	snprintf(buf, len, "%s%s", tmpdir, e);
+	return buf;
+}
+
+/* Devices, fifos and sockets are written through read-only mappings (vfs ro_applies()). */
+static unsigned host_adjust_want(const char *vpath, unsigned want)
+{
+	struct stat st;
+
+	if ((want & VFS_WANT_WRITE) && !(want & VFS_WANT_CREATE) && stat(vpath, &st) == 0 &&
+	    (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) || S_ISFIFO(st.st_mode) ||
+	     S_ISSOCK(st.st_mode)))
+		return (want & ~VFS_WANT_WRITE) | VFS_WANT_READ;
+	return want;
+}
+
+struct outcome {
+	int err;                 /* 0 allowed, else errno */
+	char rule[192];
+	char what[PATH_MAX + 16];
+};
+
+static void decide_path(struct replay *R, const char *vpath, unsigned want, struct outcome *o)
+{
+	struct vfs_verdict v = { 0 };
+	char buf[PATH_MAX];
+	int r;
+
+	vpath = map_private_tmp(R, vpath, buf, sizeof(buf));
+	r = vfs_decide(R->vfs, vpath, host_adjust_want(vpath, want), &v);
+	o->err = r < 0 ? -r : 0;
+	snprintf(o->rule, sizeof(o->rule), "%s", v.rule);
+	snprintf(o->what, sizeof(o->what), "%s", vpath);
+}
+
+/* Returns false when the record carries no decision to replay. */
+static bool replay_decide(struct replay *R, const struct audit_sys *s, struct outcome *o)
+{
+	struct call_need k = call_need(s);
+	char buf[PATH_MAX];
+	const char *subj;
+
+	memset(o, 0, sizeof(*o));
+	if (k.kind == CALL_NONE)
+		return false;
+	if (k.kind == CALL_NET && s->addr && strncmp(s->addr, "unix:", 5) != 0) {
+		struct sockaddr_storage ss;
+		struct net_verdict v = { 0 };
+		socklen_t len;
+		int r;
+
+		if (parse_inet(s->addr, &ss, &len) < 0)
+			return false;
+		if (k.binding) {
+			/* Namespaced, the sandbox binds in its own empty network namespace. */
+			if (R->ri.mode == VFS_MODE_NAMESPACED)
+				return false;
+			r = net_decide_bind(R->net, (struct sockaddr *)&ss, len, k.sock_type, &v);
+		} else {
+			r = net_decide(R->net, (struct sockaddr *)&ss, len, k.sock_type, &v);
+		}
+		o->err = r < 0 ? -r : 0;
+		snprintf(o->rule, sizeof(o->rule), "%s", v.rule);
+		snprintf(o->what, sizeof(o->what), "%s", v.addr[0] ? v.addr : s->addr);
+		return true;
+	}
+	subj = subject_path(s, R->ri.cwd, buf, sizeof(buf));
+	if (!subj || subj[0] != '/')
+		return false;
+	decide_path(R, subj, k.want, o);
+	/* rename and link decide on the second name too; the record keeps it as given */
+	if (o->err == 0 && k.path2_is_path && s->path2 && s->path2[0]) {
+		char p2[PATH_MAX];
+
+		if ((s->path2[0] == '/' || s->decision != AUDIT_DENIED) &&
+		    normalize(R->ri.cwd, s->path2, p2, sizeof(p2)) == 0) {
+			struct outcome o2;
+
+			decide_path(R, p2, k.want2, &o2);
+			if (o2.err)
+				*o = o2;
+		}
+	}
+	return true;
+}
+
+static void print_change(struct replay *R, uint64_t seq, const struct audit_sys *s,
+			 const struct outcome *o, bool was_denied)
+{
+	const char *en = sc_errno_name(was_denied ? s->err : o->err);
+
+	printf("seq %llu: %s %s%s%s -> %s: %s -> %s (%s) by %s; recorded: %s\n",
+	       (unsigned long long)seq, s->syscall ? s->syscall : "?",
+	       s->path ? "\"" : "", s->path ? s->path : (s->addr ? s->addr : ""),
+	       s->path ? "\"" : "", o->what,
+	       was_denied ? "denied" : "allowed", was_denied ? "allowed" : "denied",
+	       was_denied ? "now succeeds" : (en ? en : "error"),
+	       o->rule[0] ? o->rule : "(no rule)", s->rule ? s->rule : "(no rule)");
+	(void)R;
+}
+
+static const char replay_usage[] =
+	"usage: moat audit replay --policy NEW FILE\n"
+	"Decide every recorded call again under NEW; list those whose decision changes.\n"
+	"Exit status: 0 nothing changes, 1 some decision changes, 2 usage or I/O error.\n";
+
+int replay_cli(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "policy", required_argument, NULL, 'p' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	struct replay R = { 0 };
+	struct policy pol = { 0 };
+	struct proc_map pm;
+	struct audit_reader *rd = NULL;
+	const char *policy_path = NULL, *file;
+	char errbuf[1024], here[PATH_MAX];
+	unsigned bad = 0;
+	int opt, r, status = EXIT_USAGE;
+
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "+p:h", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'p':
+			policy_path = optarg;
+			break;
+		case 'h':
+			fputs(replay_usage, stdout);
+			return 0;
+		default:
+			fprintf(stderr, "moat audit replay: unknown or incomplete option '%s'\n%s",
+				argv[optind - 1], replay_usage);
+			return EXIT_USAGE;
+		}
+	}
+	if (!policy_path || optind != argc - 1) {
+		fprintf(stderr, "moat audit replay: needs --policy NEW and one FILE\n%s",
+			replay_usage);
+		return EXIT_USAGE;
+	}
+	file = argv[optind];
+	if (!getcwd(here, sizeof(here)))
+		snprintf(here, sizeof(here), ".");
+	if (policy_load_file(&pol, policy_path, errbuf, sizeof(errbuf)) < 0) {
+		fprintf(stderr, "moat audit replay: %s\n", errbuf);
+		return EXIT_USAGE;
+	}
+	r = audit_reader_open(file, 0, &rd);
+	if (r < 0) {
+		fprintf(stderr, "moat audit replay: %s: %s\n", file, strerror(-r));
+		goto out;
+	}
+	for (;;) {
+		struct audit_rec rec;
+		struct audit_sys s;
+		struct outcome o;
+		bool was_denied, now_denied;
+
+		r = audit_reader_next(rd, &rec);
+		if (r == -EBADMSG) {
+			bad++;
+			fprintf(stderr, "moat audit replay: %s\n", audit_reader_error(rd));
+			continue;
+		}
+		if (r < 0) {
+			fprintf(stderr, "moat audit replay: %s: %s\n", file, strerror(-r));
+			goto out;
+		}
+		if (r == 0)
+			break;
+		if (rec.type == AUDIT_REC_HDR && !R.ri.have_hdr) {
+			if (read_hdr(rd, &rec, &R.ri) < 0) {
+				fprintf(stderr, "moat audit replay: %s: unreadable header\n", file);
+				goto out;
+			}
+			/* The default profile maps the cwd: build NEW as the run would have. */
+			if (chdir(R.ri.cwd) < 0)
+				fprintf(stderr, "moat audit replay: the run's directory %s: %s; "
+					"deciding as if it ran in %s\n", R.ri.cwd, strerror(errno),
+					here);
+			r = policy_apply(&pol, proc_map_init(&pm), &R.vfs, &R.net, errbuf,
+					 sizeof(errbuf));
+			if (r >= 0)
+				r = vfs_finalize(R.vfs, R.ri.mode, errbuf, sizeof(errbuf));
+			if (chdir(here) < 0) {
+				/* only relative FILE names would suffer; they are open already */
+			}
+			if (r < 0) {
+				fprintf(stderr, "moat audit replay: %s: %s\n", policy_path, errbuf);
+				goto out;
+			}
+			/* Exact names in allow-net rules resolve as they would at the run's start. */
+			net_resolve_rules(R.net, errbuf, sizeof(errbuf));
+			continue;
+		}
+		if (rec.type != AUDIT_REC_SYS)
+			continue;
+		if (!R.ri.have_hdr) {
+			fprintf(stderr, "moat audit replay: %s: no header before the first record\n",
+				file);
+			goto out;
+		}
+		if (audit_decode_sys(rd, &rec, &s) < 0)
+			continue;
+		if (s.decision == AUDIT_NATIVE || s.decision >= _AUDIT_DECISION_MAX)
+			continue;
+		if (!replay_decide(&R, &s, &o)) {
+			R.skipped++;
+			continue;
+		}
+		R.decided++;
+		was_denied = s.decision == AUDIT_DENIED || s.decision == AUDIT_KILLED;
+		now_denied = o.err != 0;
+		if (was_denied == now_denied)
+			continue;
+		/* A file that was not there fails the same way when NEW hides it. */
+		if (!was_denied && s.err == ENOENT && o.err == ENOENT)
+			continue;
+		R.changed++;
+		if (was_denied)
+			R.to_allowed++;
+		else
+			R.to_denied++;
+		print_change(&R, rec.seq, &s, &o, was_denied);
+	}
+	warn_stream_end(file, rd, bad);
+	if (!R.ri.have_hdr) {
+		fprintf(stderr, "moat audit replay: %s: no header record\n", file);
+		goto out;
+	}
+	printf("%llu of %llu decisions change under %s (%llu allowed -> denied, %llu denied -> "
+	       "allowed); %llu records carry no name decision\n", R.changed, R.decided,
+	       policy_path, R.to_denied, R.to_allowed, R.skipped);
+	status = R.changed ? EXIT_CHANGES : 0;
+out:
+	audit_reader_free(rd);
+	vfs_free(R.vfs);
+	net_free(R.net);
+	policy_done(&pol);
+	free(R.ri.cwd);
+	return status;
+}
+
+/* --- suggest ------------------------------------------------------------------------- */
+
+enum { NEED_RO = 1, NEED_RW = 2 };
+
+struct need {
+	char *path;
+	unsigned how;
+};
+
+struct suggest {
+	struct run_info ri;
+	struct need *needs;
+	size_t n, cap;
+	char **nets;
+	size_t n_nets;
+	char **unfixable;      /* denials no mapping can lift */
+	size_t n_unfixable;
+	char **touched;        /* every absolute path the run named, for the secret hides */
+	size_t n_touched, cap_touched;
+	bool cwd_rw, tmp, proc;
+};
+
+static int strv_add_unique(char ***v, size_t *n, const char *s)
+{
+	char **nv;
+
+	for (size_t i = 0; i < *n; i++)
+		if (streq((*v)[i], s))
+			return 0;
+	nv = realloc(*v, (*n + 1) * sizeof(*nv));
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	nv[*n] = strdup(s);
+	if (!nv[*n])
+		return -ENOMEM;
+	(*n)++;
+	return 0;
+}
+
+static int need_add(struct suggest *S, const char *path, unsigned how)
+{
+	for (size_t i = 0; i < S->n; i++)
+		if (streq(S->needs[i].path, path)) {
+			S->needs[i].how |= how;
+			return 0;
+		}
+	if (S->n == S->cap) {
+		size_t cap = S->cap ? S->cap * 2 : 64;
+		struct need *nn = realloc(S->needs, cap * sizeof(*nn));
+
+		if (!nn)
+			return -ENOMEM;
+		S->needs = nn;
+		S->cap = cap;
+	}
+	S->needs[S->n].path = strdup(path);
+	if (!S->needs[S->n].path)
+		return -ENOMEM;
+	S->needs[S->n++].how = how;
+	return 0;
+}
+
+/*
+ * Follow path on the host as the vfs walker would inside a same-path view, noting every
+ * symlink on the way (each must be mapped for the walk to pass it) and the object reached
+ * (how), or the deepest existing directory when the rest did not exist. Paths under /tmp
+ * (the sandbox's private tmpfs, not the host's) and /proc (the run's own processes) are
+ * noted as such instead. parent: the object is the directory holding the last name.
+ */
+static int host_walk(struct suggest *S, const char *path, unsigned how, bool parent)
+{
+	char cur[PATH_MAX] = "/", rest[PATH_MAX * 2];
+	int links = 0, r;
+
+	if (normalize("/", path, rest, sizeof(rest)) < 0)
+		return 0;
+	if (parent) {
+		char *sl = strrchr(rest, '/');
+
+		if (sl == rest)
+			rest[1] = '\0';
+		else if (sl)
+			*sl = '\0';
+	}
+	for (;;) {
+		char next[PATH_MAX], *p = rest, *e;
+		struct stat st;
+
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		e = strchrnul(p, '/');
+		if (e - p == 1 && p[0] == '.') {
+			memmove(rest, e, strlen(e) + 1);
+			continue;
+		}
+		if (e - p == 2 && p[0] == '.' && p[1] == '.') {
+			char *sl = strrchr(cur, '/');
+
+			if (sl == cur)
+				cur[1] = '\0';
+			else if (sl)
+				*sl = '\0';
+			memmove(rest, e, strlen(e) + 1);
+			continue;
+		}
+		if ((size_t)snprintf(next, sizeof(next), "%s%s%.*s", cur, streq(cur, "/") ? "" : "/",
+				     (int)(e - p), p) >= sizeof(next))
+			return 0;
+		if (path_under(next, "/proc")) {
+			S->proc = true;
+			return 0;
+		}
+		if (path_under(next, "/tmp") && !path_under(S->ri.cwd, next) &&
+		    !path_under(next, S->ri.cwd)) {
+			S->tmp = true;
+			return 0;
+		}
+		if (lstat(next, &st) < 0)
+			/* the rest did not exist: the lookup must reach cur and fail there */
+			return need_add(S, cur, (how & NEED_RW) && parent ? NEED_RW : NEED_RO);
+		if (S_ISLNK(st.st_mode)) {
+			char target[PATH_MAX], tmp[PATH_MAX * 2];
+			ssize_t n = readlink(next, target, sizeof(target) - 1);
+
+			if (n < 0 || ++links > 40)
+				return 0;
+			target[n] = '\0';
+			if ((r = need_add(S, next, NEED_RO)) < 0)
+				return r;
+			if (snprintf(tmp, sizeof(tmp), "%s/%s", target, e) >= (int)sizeof(tmp))
+				return 0;
+			snprintf(rest, sizeof(rest), "%s", tmp);
+			if (target[0] == '/')
+				snprintf(cur, sizeof(cur), "/");
+			continue;
+		}
+		snprintf(cur, sizeof(cur), "%s", next);
+		memmove(rest, e, strlen(e) + 1);
+	}
+	return need_add(S, cur, how);
+}
+
+/* The ELF interpreter (PT_INTERP) of a binary, or the #! interpreter of a script. */
+static bool program_interpreter(const char *path, char *buf, size_t len)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	Elf64_Ehdr eh;
+	char head[256];
+	ssize_t n;
+
+	if (fd < 0)
+		return false;
+	n = pread(fd, head, sizeof(head) - 1, 0);
+	if (n >= 2 && head[0] == '#' && head[1] == '!') {
+		char *p = head + 2, *e;
+
+		head[n] = '\0';
+		while (*p == ' ' || *p == '\t')
+			p++;
+		e = p + strcspn(p, " \t\n");
+		*e = '\0';
+		if (*p != '/')
+			return false;
+		snprintf(buf, len, "%s", p);
+		return true;
+	}
+	if (n < (ssize_t)sizeof(eh) || memcmp(head, ELFMAG, SELFMAG) != 0 ||
+	    head[EI_CLASS] != ELFCLASS64)
+		return false;
+	memcpy(&eh, head, sizeof(eh));
+	for (unsigned i = 0; i < eh.e_phnum; i++) {
+		Elf64_Phdr ph;
+
+		if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + (uint64_t)i * eh.e_phentsize)) !=
+		    (ssize_t)sizeof(ph))
+			return false;
+		if (ph.p_type == PT_INTERP && ph.p_filesz > 1 && ph.p_filesz < len) {
+			if (pread(fd, buf, ph.p_filesz, (off_t)ph.p_offset) != (ssize_t)ph.p_filesz)
+				return false;
+			buf[ph.p_filesz - 1] = '\0';
+			return buf[0] == '/';
+		}
+	}
+	return false;
+}
+
+static int suggest_exec(struct suggest *S, const char *binary, int depth)
+{
+	char real[PATH_MAX], interp[PATH_MAX];
+
+	if (depth > 3 || !realpath(binary, real) || !program_interpreter(real, interp, sizeof(interp)))
+		return 0;
+	if (host_walk(S, interp, NEED_RO, false) < 0)
+		return -ENOMEM;
+	return suggest_exec(S, interp, depth + 1);
+}
+
+static int touch(struct suggest *S, const char *path)
+{
+	if (S->n_touched == S->cap_touched) {
+		size_t cap = S->cap_touched ? S->cap_touched * 2 : 256;
+		char **nt = realloc(S->touched, cap * sizeof(*nt));
+
+		if (!nt)
+			return -ENOMEM;
+		S->touched = nt;
+		S->cap_touched = cap;
+	}
+	S->touched[S->n_touched] = strdup(path);
+	return S->touched[S->n_touched] ? (int)(S->n_touched++, 0) : -ENOMEM;
+}
+
+/* Whether path or one of its ancestors matches glob ('*' may cross '/': when unsure,
+ * the glob counts as touched and is not hidden, so the run is never denied by it). */
+static bool glob_touches(const char *glob, const char *path)
+{
+	char p[PATH_MAX];
+
+	snprintf(p, sizeof(p), "%s", path);
+	for (;;) {
+		char *sl;
+
+		if (fnmatch(glob, p, 0) == 0)
+			return true;
+		sl = strrchr(p, '/');
+		if (!sl || sl == p)
+			return false;
+		*sl = '\0';
+	}
+}
+
+static int suggest_record(struct suggest *S, const struct audit_sys *s)
+{
+	struct call_need k = call_need(s);
+	bool denied = s->decision == AUDIT_DENIED;
+	char abs[PATH_MAX];
+	unsigned how;
+	bool parent;
+	int r;
+
+	if (k.kind == CALL_NONE)
+		return 0;
+	if (k.kind == CALL_NET && s->addr && strncmp(s->addr, "unix:", 5) != 0) {
+		struct sockaddr_storage ss;
+		socklen_t len;
+
+		if (k.binding || parse_inet(s->addr, &ss, &len) < 0)
+			return 0;
+		return strv_add_unique(&S->nets, &S->n_nets, s->addr);
+	}
+	if (k.kind == CALL_NET && s->addr && strncmp(s->addr, "unix:@", 6) == 0)
+		return 0;
+	if (denied && !s->resolved && !(k.kind == CALL_NET && s->addr)) {
+		char line[512];
+
+		/* refused by a fixed rule (no handler, personality): no policy lifts it */
+		snprintf(line, sizeof(line), "%s \"%s\": %s", s->syscall ? s->syscall : "?",
+			 s->path ? s->path : "", s->rule ? s->rule : "denied");
+		return strv_add_unique(&S->unfixable, &S->n_unfixable, line);
+	}
+	how = (k.want & (VFS_WANT_WRITE | VFS_WANT_CREATE)) ? NEED_RW : NEED_RO;
+	/* creating, removing or renaming an entry needs its directory writable */
+	parent = (k.want & VFS_WANT_CREATE) && !(k.kind == CALL_NET);
+	if (s->path && s->path[0] == '/') {
+		if (normalize("/", s->path, abs, sizeof(abs)) < 0)
+			return 0;
+	} else if (s->resolved && !denied) {
+		snprintf(abs, sizeof(abs), "%s", s->resolved);
+	} else if (s->path && s->path[0]) {
+		if (normalize(S->ri.cwd, s->path, abs, sizeof(abs)) < 0)
+			return 0;
+	} else {
+		return 0;
+	}
+	if ((r = touch(S, abs)) < 0 || (s->resolved && (r = touch(S, s->resolved)) < 0))
+		return r;
+	if (path_under(abs, S->ri.cwd)) {
+		if (how == NEED_RW)
+			S->cwd_rw = true;
+		/* symlinks in the workspace may still lead out of it */
+	}
+	if (strncmp(abs, "/tmp/moat-vfs-", 14) == 0) {
+		/* an unnamespaced run's private /tmp: what the program calls /tmp */
+		S->tmp = true;
+		return 0;
+	}
+	if ((r = host_walk(S, abs, how, parent)) < 0)
+		return r;
+	/* the canonical object the run reached, when the record has it whole */
+	if (!denied && s->resolved && s->resolved[0] == '/' && !streq(s->resolved, abs) &&
+	    (r = host_walk(S, s->resolved, how, parent)) < 0)
+		return r;
+	if (k.path2_is_path && s->path2 && s->path2[0]) {
+		if (normalize(S->ri.cwd, s->path2, abs, sizeof(abs)) == 0 &&
+		    (r = host_walk(S, abs, k.want2 & VFS_WANT_CREATE ? NEED_RW : NEED_RO,
+				   k.want2 & VFS_WANT_CREATE)) < 0)
+			return r;
+		if (path_under(abs, S->ri.cwd))
+			S->cwd_rw = true;
+	}
+	if (k.exec)
+		return suggest_exec(S, s->resolved && !denied ? s->resolved : abs, 0);
+	return 0;
+}
+
+static size_t depth_of(const char *p)
+{
+	size_t d = 0;
+
+	for (; *p; p++)
+		if (*p == '/' && p[1])
+			d++;
+	return d;
+}
+
+static int cmp_need(const void *a, const void *b)
+{
+	return strcmp(((const struct need *)a)->path, ((const struct need *)b)->path);
+}
+
+/* Cut read-only needs to three components, then fold crowded directories. */
+static int collapse(struct suggest *S)
+{
+	bool again = true;
+	int r;
+
+	for (size_t i = 0; i < S->n; i++) {
+		char *p = S->needs[i].path;
+
+		if (S->needs[i].how == NEED_RO && depth_of(p) > 3) {
+			char *c = p;
+
+			for (int k = 0; k < 4; k++)
+				c = strchr(c + 1, '/');
+			if (c)
+				*c = '\0';
+		}
+	}
+	while (again) {
+		again = false;
+		for (size_t i = 0; i < S->n; i++) {
+			char dir[PATH_MAX], *sl;
+			size_t count = 0;
+
+			if (S->needs[i].how != NEED_RO)
+				continue;
+			snprintf(dir, sizeof(dir), "%s", S->needs[i].path);
+			sl = strrchr(dir, '/');
+			if (!sl || sl == dir)
+				continue;
+			*sl = '\0';
+			if (depth_of(dir) < 2)
+				continue;
+			for (size_t j = 0; j < S->n; j++) {
+				const char *q = S->needs[j].path;
+
+				if (S->needs[j].how == NEED_RO && path_under(q, dir) &&
+				    !strchr(q + strlen(dir) + 1, '/'))
+					count++;
+			}
+			if (count < 4)
+				continue;
+			for (size_t j = 0; j < S->n; j++)
+				if (S->needs[j].how == NEED_RO && path_under(S->needs[j].path, dir) &&
+				    !streq(S->needs[j].path, dir))
+					S->needs[j].how = 0;
+			if ((r = need_add(S, dir, NEED_RO)) < 0)
+				return r;
+			again = true;
+		}
+	}
+	/* drop what another mapping covers; a writable one inside a read-only one stays */
+	for (size_t i = 0; i < S->n; i++) {
+		const char *p = S->needs[i].path;
+		unsigned how = S->needs[i].how;
+
+		if (!how)
+			continue;
+		if (how & NEED_RW)
+			S->needs[i].how = how = NEED_RW;
+		if (path_under(p, S->ri.cwd) && (how == NEED_RO || S->cwd_rw)) {
+			S->needs[i].how = 0;
+			continue;
+		}
+		for (size_t j = 0; j < S->n; j++) {
+			if (j == i || !S->needs[j].how || !path_under(p, S->needs[j].path))
+				continue;
+			if (streq(p, S->needs[j].path))
+				continue;
+			if (how == NEED_RO || S->needs[j].how == NEED_RW) {
+				S->needs[i].how = 0;
+				break;
+			}
+		}
+	}
+	qsort(S->needs, S->n, sizeof(*S->needs), cmp_need);
+	return 0;
+}
+
+/* A path as a directive argument: "\:" keeps a colon literal (SRC:DST syntax). */
+static void put_path(FILE *f, const char *p)
+{
+	for (; *p; p++) {
+		if (*p == ':' || *p == '\\')
+			fputc('\\', f);
+		fputc(*p, f);
+	}
+}
+
+static void write_policy(struct suggest *S, FILE *f, const char *file)
+{
+	fprintf(f, "moat-policy 1\n");
+	fprintf(f, "# Suggested by `moat audit suggest` from %s: what that run used, nothing\n"
+		"# else. Review before use; paths the run was denied are allowed here too.\n",
+		file);
+	fprintf(f, "profile none\n\n# read\n");
+	for (size_t i = 0; i < S->n; i++)
+		if (S->needs[i].how == NEED_RO) {
+			fputs("ro-bind ", f);
+			put_path(f, S->needs[i].path);
+			fputc('\n', f);
+		}
+	if (S->proc)
+		fputs("ro-bind /proc\n", f);
+	fputs("\n# written\n", f);
+	for (size_t i = 0; i < S->n; i++)
+		if (S->needs[i].how == NEED_RW) {
+			fputs("bind ", f);
+			put_path(f, S->needs[i].path);
+			fputc('\n', f);
+		}
+	fputs("\n# workspace\n", f);
+	fputs(S->cwd_rw ? "bind " : "ro-bind ", f);
+	put_path(f, S->ri.cwd);
+	fputc('\n', f);
+	if (S->tmp)
+		fputs("tmpfs /tmp\n", f);
+	{
+		/* The default profile's secrets, where a mapping above could show them and
+		 * the run did not touch them. */
+		static const char *const secrets[] = {
+			"/etc/shadow*", "/etc/gshadow*", "/etc/sudoers*", "/etc/ssh/ssh_host_*",
+			"/root", "~/.ssh", "~/.aws", "~/.config/gcloud", "~/.netrc", "~/.gnupg",
+			"**/.env", "**/*.pem", "**/id_rsa*",
+		};
+		const char *home = getenv("HOME");
+		bool first = true;
+
+		for (size_t i = 0; i < ELEMENTSOF(secrets); i++) {
+			char g[PATH_MAX];
+			bool touched = false;
+
+			if (secrets[i][0] == '~')
+				snprintf(g, sizeof(g), "%s%s", home && home[0] == '/' ? home : "/root",
+					 secrets[i] + 1);
+			else
+				snprintf(g, sizeof(g), "%s", secrets[i]);
+			for (size_t j = 0; j < S->n_touched && !touched; j++)
+				touched = glob_touches(g[0] == '*' ? g + 3 : g, S->touched[j]) ||
+					  (g[0] == '*' && glob_touches(g, S->touched[j]));
+			if (touched)
+				continue;
+			if (first)
+				fputs("\n# secrets the run did not touch stay hidden\n", f);
+			first = false;
+			fprintf(f, "hide %s\n", g);
+		}
+	}
+	if (S->n_nets)
+		fputs("\n# network\n", f);
+	for (size_t i = 0; i < S->n_nets; i++)
+		fprintf(f, "allow-net %s\n", S->nets[i]);
+	if (S->n_unfixable)
+		fputs("\n# refused whatever the policy says:\n", f);
+	for (size_t i = 0; i < S->n_unfixable; i++)
+		fprintf(f, "#   %s\n", S->unfixable[i]);
+}
+
+static const char suggest_usage[] =
+	"usage: moat audit suggest FILE [-o OUT]\n"
+	"Write the smallest policy (moat-policy 1) that allows everything the run did.\n";
+
+int suggest_cli(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	struct suggest S = { 0 };
+	struct audit_reader *rd = NULL;
+	const char *out_path = NULL, *file;
+	unsigned bad = 0;
+	int opt, r, status = EXIT_USAGE;
+	FILE *out = NULL;
+
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'o':
+			out_path = optarg;
+			break;
+		case 'h':
+			fputs(suggest_usage, stdout);
+			return 0;
+		default:
+			fprintf(stderr, "moat audit suggest: unknown or incomplete option '%s'\n%s",
+				argv[optind - 1], suggest_usage);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, "moat audit suggest: needs one FILE\n%s", suggest_usage);
+		return EXIT_USAGE;
+	}
+	file = argv[optind];
+	r = audit_reader_open(file, 0, &rd);
+	if (r < 0) {
+		fprintf(stderr, "moat audit suggest: %s: %s\n", file, strerror(-r));
+		return EXIT_USAGE;
+	}
+	for (;;) {
+		struct audit_rec rec;
+		struct audit_sys s;
+
+		r = audit_reader_next(rd, &rec);
+		if (r == -EBADMSG) {
+			bad++;
+			fprintf(stderr, "moat audit suggest: %s\n", audit_reader_error(rd));
+			continue;
+		}
+		if (r < 0) {
+			fprintf(stderr, "moat audit suggest: %s: %s\n", file, strerror(-r));
+			goto out;
+		}
+		if (r == 0)
+			break;
+		if (rec.type == AUDIT_REC_HDR && !S.ri.have_hdr) {
+			if (read_hdr(rd, &rec, &S.ri) < 0) {
+				fprintf(stderr, "moat audit suggest: %s: unreadable header\n", file);
+				goto out;
+			}
+			continue;
+		}
+		if (rec.type != AUDIT_REC_SYS || !S.ri.have_hdr)
+			continue;
+		if (audit_decode_sys(rd, &rec, &s) < 0 || s.decision == AUDIT_NATIVE)
+			continue;
+		if ((r = suggest_record(&S, &s)) < 0) {
+			fprintf(stderr, "moat audit suggest: %s\n", strerror(-r));
+			goto out;
+		}
+	}
+	warn_stream_end(file, rd, bad);
+	if (!S.ri.have_hdr) {
+		fprintf(stderr, "moat audit suggest: %s: no header record\n", file);
+		goto out;
+	}
+	if ((r = collapse(&S)) < 0) {
+		fprintf(stderr, "moat audit suggest: %s\n", strerror(-r));
+		goto out;
+	}
+	out = out_path ? fopen(out_path, "we") : stdout;
+	if (!out) {
+		fprintf(stderr, "moat audit suggest: %s: %s\n", out_path, strerror(errno));
+		goto out;
+	}
+	write_policy(&S, out, file);
+	if ((out_path ? fclose(out) : fflush(out)) != 0) {
+		fprintf(stderr, "moat audit suggest: %s: %s\n", out_path ? out_path : "stdout",
+			strerror(errno));
+		goto out;
+	}
+	status = 0;
+out:
+	audit_reader_free(rd);
+	for (size_t i = 0; i < S.n; i++)
+		free(S.needs[i].path);
+	free(S.needs);
+	for (size_t i = 0; i < S.n_nets; i++)
+		free(S.nets[i]);
+	free(S.nets);
+	for (size_t i = 0; i < S.n_unfixable; i++)
+		free(S.unfixable[i]);
+	free(S.unfixable);
+	for (size_t i = 0; i < S.n_touched; i++)
+		free(S.touched[i]);
+	free(S.touched);
+	free(S.ri.cwd);
+	return status;
+}
