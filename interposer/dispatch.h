@@ -36,6 +36,8 @@ struct sup_ctx {
 	bool verbose;
 	struct vfs *vfs;
 	struct net *net;
+	struct sup_net *netst;            /* net.c: pending connects, the DNS socket */
+	int epfd;                         /* the loop's epoll set (net.c adds sockets to it) */
 	struct audit_writer *audit;
 	pid_t init_host_pid;              /* namespaced: pid 1 of the sandbox, else 0 */
 	pid_t cmd_host_pid;
@@ -72,3 +74,9 @@ uint64_t now_mono_ns(void);
 
 /* net.c: socket syscalls (connect, bind, sendto, sendmsg, sendmmsg). */
 void handle_net(struct sup_call *c);
+/* net.c, for the loop: an event on an fd that net.c added to the epoll set (a deferred
+ * connect, the DNS socket); false when fd is not net.c's. */
+bool sup_net_event(struct sup_ctx *s, int fd, uint32_t events);
+/* Takes ownership of the sandbox's DNS socket (namespaced mode) and serves it. */
+int sup_net_dns_fd(struct sup_ctx *s, int fd);
+void sup_net_free(struct sup_ctx *s);

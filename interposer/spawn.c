@@ -29,6 +29,7 @@
 #include "log.h"
 #include "macros.h"
 #include "missing-seccomp.h"
+#include "sandbox-net.h"
 #include "spawn.h"
 #include "cgroup.h"
 #include "landlock.h"
@@ -179,6 +180,11 @@ static int make_mountpoint(const char *path, bool dir)
 		if (r < 0)
 			return r;
 	}
+	/* A file mapped over one that a read-only mapping already shows (a synthetic
+	 * /etc/resolv.conf inside ro-bind /etc): the mountpoint is there, and opening it
+	 * for writing would fail with EROFS. */
+	if (access(path, F_OK) == 0)
+		return 0;
 	fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0 && errno != EEXIST)
 		return negative_errno();
@@ -468,6 +474,7 @@ _noreturn_ static void keeper_main(struct spawn_plan *p)
 		r = build_mount_ns(p);
 		if (r < 0)
 			child_fail(p->sync_fd, STAGE_MOUNT, -r);
+		sup_netns_setup(p->sync_fd);
 	}
 
 	cmd = fork();

@@ -42,6 +42,7 @@
 #include "missing-seccomp.h"
 #include "moat-config.h"
 #include "proc-ops.h"
+#include "sandbox-net.h"
 #include "spawn.h"
 #include "sup.h"
 #include "vfs.h"
@@ -196,8 +197,9 @@ static void take_listener(struct run *R, pid_t from, int remote_fd)
 static void on_sync(struct run *R)
 {
 	struct sync_msg m;
-	char ctl[CMSG_SPACE(sizeof(struct ucred))];
+	char ctl[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(sizeof(int))];
 	struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
+	_cleanup_close_ int passed = -1;
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
 			     .msg_controllen = sizeof(ctl) };
 	struct ucred cred = { 0 };
@@ -213,6 +215,9 @@ static void on_sync(struct run *R)
 	for (struct cmsghdr *h = CMSG_FIRSTHDR(&mh); h; h = CMSG_NXTHDR(&mh, h))
 		if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_CREDENTIALS)
 			memcpy(&cred, CMSG_DATA(h), sizeof(cred));
+		else if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS &&
+			 h->cmsg_len == CMSG_LEN(sizeof(int)) && passed < 0)
+			memcpy(&passed, CMSG_DATA(h), sizeof(int));
 	switch (m.type) {
 	case SYNC_LISTENER:
 		take_listener(R, cred.pid, m.value);
@@ -223,6 +228,13 @@ static void on_sync(struct run *R)
 	case SYNC_SETUP_FAILED:
 		R->setup_errno = m.value;
 		R->setup_stage = m.value2;
+		break;
+	case SYNC_DNS:
+		/* The keeper's DNS socket inside the sandbox's network namespace. */
+		if (cred.pid == R->keeper && passed >= 0)
+			sup_net_dns_fd(&R->ctx, TAKE_FD(passed));
+		else if (cred.pid == R->keeper)
+			log_warning("the sandbox has no DNS: %s", strerror(m.value));
 		break;
 	case SYNC_STATUS:
 		R->have_cmd_status = true;
@@ -306,7 +318,8 @@ static int loop(struct run *R)
 				uint64_t x;
 				(void)!read(R->timerfd, &x, sizeof(x));
 				stop(R, SUP_REASON_TIMEOUT, 0);
-			}
+			} else
+				sup_net_event(&R->ctx, fd, evs[i].events);
 		}
 	}
 	/* The keeper is gone; collect its last words (the command's status) if any. */
@@ -681,6 +694,18 @@ int sup_run(struct sup_opts *o)
 	R->ctx.net = o->net;
 	o->pm->namespaced = R->ctx.namespaced;
 
+	{
+		char ne[512];
+
+		r = sup_net_prepare(o->vfs, o->net, R->ctx.namespaced, ne, sizeof(ne), errbuf,
+				    sizeof(errbuf));
+		if (r < 0) {
+			log_error("network setup: %s", errbuf);
+			return MOAT_EXIT_FAILURE;
+		}
+		if (ne[0])
+			not_enforced(R, ne);
+	}
 	r = vfs_finalize(o->vfs, R->ctx.namespaced ? VFS_MODE_NAMESPACED : VFS_MODE_UNNAMESPACED,
 			 errbuf, sizeof(errbuf));
 	if (r < 0) {
@@ -757,6 +782,7 @@ int sup_run(struct sup_opts *o)
 	sync_send(R->syncfd, SYNC_GO, 0, 0);
 
 	R->epfd = epoll_create1(EPOLL_CLOEXEC);
+	R->ctx.epfd = R->epfd;
 	ep_add(R->epfd, R->syncfd);
 	ep_add(R->epfd, R->sigfd);
 	if (R->pidfd >= 0)
@@ -807,6 +833,7 @@ int sup_run(struct sup_opts *o)
 	if (R->have_cg)
 		cg_destroy(&R->cg);
 	safe_close(R->ctx.listener);
+	sup_net_free(&R->ctx);
 	free(R->req);
 	return status;
 }
