@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Issue 3 acceptance: a `.env` hidden by `--hide '**/.env'` inside the very workspace
+# stays invisible through every alias, and a hidden name cannot be created. Namespaced
+# mode remaps the workspace to /workspace; unnamespaced mode binds it at its host path.
+# Every check reads what the sandboxed command printed or what is on the host after it.
+. "$MOAT_SRC/tests/lib/tap.sh"
+. "$MOAT_SRC/tests/live/vfs/lib.sh"
+
+plan 30
+# moat runs from an unrelated empty directory: the default profile maps the caller's
+# cwd, which must not make the workspace reachable under its host path as well.
+mkdir "$TMP/cwd"
+
+# run_in MODE SCRIPT: run SCRIPT under sh in the workspace; stdout to $TMP/out,
+# stderr to $TMP/err, status in $rc. $D is the workspace as the sandbox names it.
+run_in() {
+	local mode=$1 script=$2 map
+	if [ "$mode" = namespaced ]; then map=(--bind "$W:/workspace" --chdir /workspace)
+	else map=(--bind "$W" --chdir "$W"); fi
+	(cd "$TMP/cwd" && "$MOAT" run -q --mode "$mode" "${map[@]}" --hide '**/.env' \
+		-- sh -c "$script" >"$TMP/out" 2>"$TMP/err")
+	rc=$?
+}
+diag() { echo "rc=$rc"; echo "--- stdout"; head -c 2000 "$TMP/out"; echo "--- stderr"; head -c 2000 "$TMP/err"; }
+# hidden: neither the secret nor (when $1 is set) the name shows in stdout
+hidden() { no_secret "$TMP/out" "$SECRET" && no_secret "$TMP/err" "$SECRET" &&
+	{ [ -z "${1:-}" ] || ! grep -q '\.env' "$TMP/out"; }; }
+
+for mode in namespaced unnamespaced; do
+	if ! have_mode "$mode"; then
+		for i in $(seq 15); do skip "$mode: case $i" "moat cannot start in $mode mode here"; done
+		continue
+	fi
+	make_workspace
+	if [ "$mode" = namespaced ]; then D=/workspace; else D=$W; fi
+	host_sum=$(sha256sum "$W/.env")
+
+	run_in $mode "cat $D/.env"
+	hidden && [ $rc -ne 0 ]; ok $? "$mode: cat \$D/.env fails without the secret" "$(diag)"
+
+	run_in $mode "ls -a $D"
+	hidden name && grep -qx a.txt "$TMP/out"; ok $? "$mode: ls -a lists a.txt but not .env" "$(diag)"
+
+	run_in $mode "find $D"
+	hidden name && grep -q 'sub/inner.txt$' "$TMP/out" && [ $rc -eq 0 ]
+	ok $? "$mode: find walks the whole workspace (sub/inner.txt) and omits .env" "$(diag)"
+
+	run_in $mode "ln -s $D/.env $D/abs-link; ln -s .env $D/rel-link; cat $D/abs-link $D/rel-link"
+	hidden && [ $rc -ne 0 ]; ok $? "$mode: absolute and relative symlinks made inside do not reach it" "$(diag)"
+
+	run_in $mode "cat /proc/self/root$D/.env; cat /proc/self/cwd/.env; cat /proc/\$\$/root$D/.env"
+	hidden && [ $rc -ne 0 ]; ok $? "$mode: /proc/self/root, /proc/self/cwd and /proc/PID/root do not reach it" "$(diag)"
+
+	run_in $mode "cd $D && cat ./sub/../.env; cd sub && cat ../.env; cat $D//sub/..//.env"
+	hidden && [ $rc -ne 0 ]; ok $? "$mode: ./sub/../.env, ../.env and // spellings do not reach it" "$(diag)"
+
+	run_in $mode "python3 -c 'import os; print(os.listdir(\"$D\")); print(os.listdir(\".\")); print(os.path.exists(\"$D/.env\"))'"
+	hidden name && grep -q a.txt "$TMP/out" && grep -qx False "$TMP/out"
+	ok $? "$mode: Python os.listdir does not list it, os.path.exists is False" "$(diag)"
+
+	run_in $mode "grep -r moat-secret $D; tar cf - -C $D . | grep -c moat-secret; cp $D/.env $D/copy1; ln $D/.env $D/copy2; cat $D/copy1 $D/copy2"
+	hidden && [ ! -e "$W/copy1" ] && [ ! -e "$W/copy2" ] && grep -qx 0 "$TMP/out"
+	ok $? "$mode: grep -r, tar, cp and a hard link do not carry it out" "$(diag)"
+
+	# Creating a hidden name fails (ENOENT, as if the directory did not allow it) and
+	# leaves nothing on the host: a file the run cannot see must not be written either.
+	run_in $mode "echo created-in-run > $D/sub/.env; cat $D/sub/.env; ls -a $D/sub"
+	[ ! -e "$W/sub/.env" ] && ! grep -q 'created-in-run\|\.env' "$TMP/out"
+	ok $? "$mode: a .env created during the run is refused and absent on the host" "$(diag)"
+
+	run_in $mode "echo overwritten > $D/.env; echo appended >> $D/.env; cat $D/.env"
+	[ "$(sha256sum "$W/.env")" = "$host_sum" ] && ! grep -q 'overwritten\|appended' "$TMP/out"
+	ok $? "$mode: writing to the hidden .env fails and the host file is unchanged" "$(diag)"
+
+	run_in $mode "echo x > $D/plain; mv $D/plain $D/sub/.env; mkdir $D/sub/.env; ls -a $D/sub"
+	[ ! -e "$W/sub/.env" ] && [ -e "$W/plain" ]
+	ok $? "$mode: renaming or mkdir onto a hidden name fails; the source stays" "$(diag)"
+
+	run_in $mode "mkdir -p $D/deep/er && echo made > $D/deep/er/.env; ls -a $D/deep/er"
+	[ -d "$W/deep/er" ] && [ ! -e "$W/deep/er/.env" ]
+	ok $? "$mode: mkdir -p works and a .env in a new directory is refused" "$(diag)"
+
+	run_in $mode "rm -f $D/.env; unlink $D/.env; mv $D/.env $D/moved"
+	[ "$(sha256sum "$W/.env")" = "$host_sum" ] && [ ! -e "$W/moved" ]
+	ok $? "$mode: the hidden .env cannot be removed or renamed away" "$(diag)"
+
+	# (If a broken build let the previous case delete it, put it back so this one means something.)
+	[ -e "$W/.env" ] || printf '%s\n' "$SECRET" >"$W/.env"
+	run_in $mode "stat $D/.env; test -e $D/.env && echo EXISTS; ls -l $D/.env"
+	! grep -q EXISTS "$TMP/out" && hidden name
+	ok $? "$mode: stat, test -e and ls -l report it absent" "$(diag)"
+
+	# Positive control: the rest of the workspace is readable and writable.
+	run_in $mode "cat $D/a.txt $D/sub/inner.txt && echo written > $D/new.txt"
+	grep -qx visible "$TMP/out" && grep -qx inner "$TMP/out" && [ "$(cat "$W/new.txt" 2>/dev/null)" = written ]
+	ok $? "$mode: the rest of the workspace reads and writes normally" "$(diag)"
+done
+finish

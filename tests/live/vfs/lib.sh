@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Helpers shared by tests/live/vfs and tests/escape/vfs (source after tests/lib/tap.sh).
+
+# have_mode MODE: whether `moat run --mode MODE` can start at all on this kernel.
+have_mode() { (cd "$TMP" && "$MOAT" run -q --mode "$1" -- true) >/dev/null 2>&1; }
+
+# no_secret FILE SECRET: FILE does not contain SECRET.
+no_secret() { ! grep -qF -- "$2" "$1"; }
+
+# A fresh workspace under $TMP with a hidden .env holding a random secret.
+# Sets W (host dir) and SECRET.
+make_workspace() {
+	W=$(mktemp -d "$TMP/ws.XXXXXX")
+	SECRET="moat-secret-$RANDOM$RANDOM"
+	printf '%s\n' "$SECRET" >"$W/.env"
+	echo visible >"$W/a.txt"
+	mkdir "$W/sub"
+	echo inner >"$W/sub/inner.txt"
+}
