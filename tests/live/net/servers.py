@@ -15,10 +15,10 @@ import sys
 import threading
 
 
-def ready(portfile, port):
-    with open(portfile + ".tmp", "w") as f:
-        f.write(str(port))
-    os.rename(portfile + ".tmp", portfile)
+def ready(path, value):
+    with open(path + ".tmp", "w") as f:
+        f.write(str(value))
+    os.rename(path + ".tmp", path)
 
 
 def tcp(portfile, log):
@@ -26,15 +26,13 @@ def tcp(portfile, log):
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.bind(("127.0.0.1", 0))
     s.listen(128)
-    with open(log, "w") as f:
-        f.write("0")
+    ready(log, 0)
     ready(portfile, s.getsockname()[1])
     n = 0
     while True:
         c, _ = s.accept()
         n += 1
-        with open(log, "w") as f:
-            f.write(str(n))
+        ready(log, n)  # atomically: the test reads it while we accept
 
         def echo(c):
             try:
