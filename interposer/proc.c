@@ -64,10 +64,15 @@ static bool in_sandbox(const struct proc_map *m, pid_t host)
 	if (m->keeper <= 0)
 		return false;
 	/* Threads are fine too: /proc/<tid> resolves to the thread's process. */
+	/* The keeper itself is not part of the sandbox: it is a fork of the supervisor,
+	 * with the supervisor's environment and memory, and the supervisor opens /proc
+	 * files with its own privileges. Only its descendants are the sandbox. */
+	if (host == m->keeper)
+		return false;
 	for (int depth = 0; depth < 4096 && host > 1; depth++) {
+		host = read_ppid(host);
 		if (host == m->keeper)
 			return true;
-		host = read_ppid(host);
 	}
 	return false;
 }
@@ -87,7 +92,7 @@ static pid_t find_nspid(pid_t root, pid_t want, int depth)
 	_cleanup_close_ int fd = -1;
 	ssize_t n;
 
-	if (read_nspid(root) == want)
+	if (depth > 0 && read_nspid(root) == want)
 		return root;
 	if (depth > 64)
 		return -ESRCH;
