@@ -226,6 +226,8 @@ static int mount_one(const struct vfs_mount_info *m, void *ud)
 		char target[PATH_MAX];
 		ssize_t n;
 
+		if (lstat(dst, &st) == 0)
+			return 0; /* already there through a mapping of a parent */
 		snprintf(src, sizeof(src), "/oldroot%s", m->host);
 		n = readlink(src, target, sizeof(target) - 1);
 		if (n < 0)
@@ -474,6 +476,10 @@ _noreturn_ static void keeper_main(struct spawn_plan *p)
 		r = build_mount_ns(p);
 		if (r < 0)
 			child_fail(p->sync_fd, STAGE_MOUNT, -r);
+		/* Before the command exists: the supervisor switches the vfs to this root
+		 * before it can receive the command's first notification, which comes after
+		 * this message on the same socket. */
+		sync_send(p->sync_fd, SYNC_MOUNTS_READY, 0, 0);
 		sup_netns_setup(p->sync_fd);
 	}
 

@@ -24,6 +24,7 @@ enum sync_type {
 	SYNC_EXEC_FAILED,     /* command -> supervisor: value = errno of the last execve */
 	SYNC_SETUP_FAILED,    /* child -> supervisor: value = errno, value2 = stage */
 	SYNC_STATUS,          /* init -> supervisor: value = the command's wait status */
+	SYNC_MOUNTS_READY,    /* keeper -> supervisor: the sandbox's root is built (namespaced) */
 	SYNC_DNS,             /* init -> supervisor: SCM_RIGHTS = the sandbox's DNS socket,
 	                         or none and value = errno (sandbox-net.c) */
 };

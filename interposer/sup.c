@@ -164,6 +164,8 @@ struct run {
 	size_t n_not_enforced;
 };
 
+static void stop(struct run *R, enum sup_reason reason, int sig);
+
 static int ep_add(int epfd, int fd)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
@@ -192,6 +194,25 @@ static void take_listener(struct run *R, pid_t from, int remote_fd)
 	/* Linux 6.6: wake the tracee on the CPU that answered it; absent is only slower. */
 	R->sync_wake_up = notify_set_sync_wake_up(fd) >= 0;
 	ep_add(R->epfd, fd);
+}
+
+/* Namespaced: resolve through the sandbox's own root from now on (vfs_rebase()). */
+static void rebase_vfs(struct run *R)
+{
+	char p[64];
+	_cleanup_close_ int root = -1;
+	int r;
+
+	snprintf(p, sizeof(p), "/proc/%d/root", R->keeper);
+	root = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	r = root < 0 ? negative_errno() : vfs_rebase(R->ctx.vfs, root);
+	if (r < 0) {
+		/* Without it, fds would carry host paths: refuse to run rather than leak. */
+		log_error("cannot enter the sandbox's root: %s", strerror(-r));
+		R->setup_errno = -r;
+		R->setup_stage = 0;
+		stop(R, SUP_REASON_SETUP_FAILED, 0);
+	}
 }
 
 static void on_sync(struct run *R)
@@ -239,6 +260,9 @@ static void on_sync(struct run *R)
 	case SYNC_STATUS:
 		R->have_cmd_status = true;
 		R->cmd_status = m.value;
+		break;
+	case SYNC_MOUNTS_READY:
+		rebase_vfs(R);
 		break;
 	default:
 		break;
@@ -814,6 +838,9 @@ int sup_run(struct sup_opts *o)
 	if (!R->keeper_done && waitpid(R->keeper, &R->keeper_status, 0) == R->keeper)
 		R->keeper_done = true;
 	R->t_end = now_mono_ns();
+	/* The namespace's mounts went with its last process: account on the host. */
+	if (R->ctx.namespaced)
+		vfs_rebase(R->ctx.vfs, -1);
 
 	status = exit_status(R);
 	if (R->setup_errno)

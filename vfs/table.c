@@ -340,6 +340,7 @@ _public_ int vfs_new(const struct vfs_proc_ops *proc, struct vfs **ret)
 	if (!v)
 		return -ENOMEM;
 	v->root_fd = -1;
+	v->host_root_fd = -1;
 	pthread_mutex_init(&v->lock, NULL);
 	if (proc) {
 		v->proc = *proc;
@@ -386,6 +387,8 @@ _public_ struct vfs *vfs_free(struct vfs *v)
 
 		if (r->root_fd >= 0)
 			close(r->root_fd);
+		if (r->host_fd >= 0)
+			close(r->host_fd);
 		free(r->virt);
 		free(r->host);
 		free(r->content);
@@ -403,6 +406,8 @@ _public_ struct vfs *vfs_free(struct vfs *v)
 	free(v->implicit);
 	if (v->root_fd >= 0 && !v->root_mount)
 		close(v->root_fd);
+	if (v->host_root_fd >= 0 && !v->root_mount)
+		close(v->host_root_fd);
 	if (v->private_dir)
 		rm_rf_at(AT_FDCWD, v->private_dir);
 	free(v->private_dir);
@@ -493,6 +498,7 @@ static struct vfs__rule *rule_new(struct vfs *v, enum vfs__rule_kind kind, const
 	r->kind = kind;
 	r->seq = v->n_rules;
 	r->root_fd = -1;
+	r->host_fd = -1;
 	r->word = strdup(word);
 	r->arg = strdup(arg);
 	if (asprintf(&r->desc, "%s %s%s%s%s", word, arg, origin ? " (" : "", origin ? origin : "",
@@ -793,7 +799,8 @@ _public_ int vfs_add_default_profile(struct vfs *v, const char *home, const char
 		}
 		w[o] = '\0';
 	}
-	if ((r = add(v, "bind", w)) < 0)
+	/* Run from "/", the workspace would be the whole host, read-write: map none. */
+	if (!streq(cwd, "/") && (r = add(v, "bind", w)) < 0)
 		return r;
 	free(v->profile_cwd);
 	v->profile_cwd = strdup(cwd);
@@ -1249,4 +1256,73 @@ fail:
 	json_decref(root);
 	json_decref(rules);
 	return NULL;
+}
+
+/*
+ * Namespaced mode: once the sandbox's mount namespace exists (built from this very
+ * table), walk through it rather than through the host paths. Every fd the vfs hands out
+ * then lives on the sandbox's own mounts, so the kernel prints its path relative to the
+ * sandbox's root: /proc/<pid>/fd links read as virtual paths, to the supervisor and to
+ * the sandbox alike (no host path leaks through them), and /proc is the sandbox's own
+ * procfs, numbered as the sandbox numbers its processes. The mounts mirror the table,
+ * so every decision is the same. root < 0 switches back to the host fds: the mounts of
+ * a namespace are detached when its last process exits, and the change set is read
+ * after that.
+ */
+_public_ int vfs_rebase(struct vfs *v, int root)
+{
+	if (!v->finalized || v->mode != VFS_MODE_NAMESPACED)
+		return -EINVAL;
+	if (root < 0) {
+		if (!v->rebased)
+			return 0;
+		for (size_t i = 0; i < v->n_mounts; i++) {
+			struct vfs__rule *m = v->mounts[i];
+
+			if (m->host_fd < 0)
+				continue;
+			if (m->root_fd >= 0)
+				close(m->root_fd);
+			m->root_fd = m->host_fd;
+			m->host_fd = -1;
+		}
+		if (!v->root_mount) {
+			close(v->root_fd);
+			v->root_fd = v->host_root_fd;
+		} else {
+			v->root_fd = v->root_mount->root_fd;
+		}
+		v->host_root_fd = -1;
+		v->rebased = false;
+		return 0;
+	}
+	if (v->rebased)
+		return -EBUSY;
+	for (size_t i = 0; i < v->n_mounts; i++) {
+		struct vfs__rule *m = v->mounts[i];
+		int fd;
+
+		/* A mapping of a host path that does not exist is absent inside as well. */
+		if (m->root_fd < 0)
+			continue;
+		fd = openat(root, streq(m->virt, "/") ? "." : m->virt + 1,
+		            O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		m->host_fd = m->root_fd;
+		m->root_fd = fd;
+	}
+	v->host_root_fd = v->root_fd;
+	if (v->root_mount) {
+		v->root_fd = v->root_mount->root_fd;
+	} else {
+		v->root_fd = fcntl(root, F_DUPFD_CLOEXEC, 3);
+		if (v->root_fd < 0) {
+			v->root_fd = v->host_root_fd;
+			v->host_root_fd = -1;
+			return negative_errno();
+		}
+	}
+	v->rebased = true;
+	return 0;
 }

@@ -40,7 +40,9 @@ struct vfs__rule {
 	bool writable;
 	bool is_proc;      /* host source is /proc: pid filtering and magic links apply */
 	bool dead;         /* replaced by a later mapping of the same virtual path */
-	int root_fd;       /* O_PATH|O_NOFOLLOW fd of host, opened at finalize */
+	int root_fd;       /* O_PATH|O_NOFOLLOW fd of host, opened at finalize; after
+	                      vfs_rebase() the same mapping inside the sandbox */
+	int host_fd;       /* the host fd while rebased, else -1 */
 	bool root_is_link; /* host source is a symlink (e.g. /bin -> usr/bin) */
 };
 
@@ -67,6 +69,8 @@ struct vfs {
 	char **implicit;           /* unmapped ancestors of mount points, sorted */
 	size_t n_implicit;
 	int root_fd;               /* host fd for "/" (skeleton or host root) */
+	int host_root_fd;          /* while rebased: the host root_fd, else -1 */
+	bool rebased;              /* walking through the sandbox's own mounts */
 	struct vfs__rule *root_mount;
 
 	char *home;

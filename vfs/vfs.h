@@ -89,6 +89,11 @@ int vfs_add_default_profile(struct vfs *v, const char *home, const char *cwd);
 /* Check the table for the mode (unnamespaced refuses remaps and tmpfs) and freeze it. */
 int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_t errlen);
 
+/* Namespaced mode, once the sandbox's mount namespace exists: resolve through root (an
+ * O_PATH fd of the sandbox's root directory) so every fd lives on the sandbox's mounts.
+ * root < 0 switches back to the host (before vfs_changes_foreach at the end). */
+int vfs_rebase(struct vfs *v, int root);
+
 /* Working directory the sandbox starts in (chdir directive, else the cwd). */
 const char *vfs_initial_cwd(const struct vfs *v);
 

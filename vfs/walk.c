@@ -177,8 +177,12 @@ static int walk_step(const struct vfs *v, const struct vfs_caller *c, struct vfs
 					vfs__verdict(verdict, -ENOENT, "proc: not a sandbox process", p);
 					return -ENOENT;
 				}
-				snprintf(hbuf, sizeof(hbuf), "%d", hp);
-				hn = hbuf;
+				/* Rebased, /proc is the sandbox's own procfs: its names are
+				 * already the sandbox's pids. */
+				if (!v->rebased) {
+					snprintf(hbuf, sizeof(hbuf), "%d", hp);
+					hn = hbuf;
+				}
 			}
 		}
 		nfd = openat(w->fd, hn, O_PATH | O_NOFOLLOW | O_CLOEXEC);
