@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "log.h"
 #include "macros.h"
 #include "net.h"
 #include "policy.h"
@@ -132,6 +133,9 @@ int policy_apply(const struct policy *p, const struct vfs_proc_ops *ops, struct 
 		goto fail;
 	}
 	if (!p->profile_none) {
+		if (streq(cwd, "/"))
+			log_warning("the current directory is /: the default profile maps no "
+				    "workspace (run from a project directory, or --bind one)");
 		r = vfs_add_default_profile(v, home, cwd);
 		if (r < 0) {
 			snprintf(errbuf, errlen, "default profile: %s", strerror(-r));
