@@ -88,6 +88,22 @@ int sync_send(int fd, int type, int value, int value2)
 	return n == sizeof(m) ? 0 : -EIO;
 }
 
+int sync_send_fd(int fd, int type, int value, int passfd)
+{
+	struct sync_msg m = { .type = type, .value = value };
+	char ctl[CMSG_SPACE(sizeof(int))] = { 0 };
+	struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
+			     .msg_controllen = sizeof(ctl) };
+	struct cmsghdr *h = CMSG_FIRSTHDR(&mh);
+
+	h->cmsg_level = SOL_SOCKET;
+	h->cmsg_type = SCM_RIGHTS;
+	h->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(h), &passfd, sizeof(int));
+	return sendmsg(fd, &mh, MSG_NOSIGNAL) == sizeof(m) ? 0 : -EIO;
+}
+
 _noreturn_ static void child_fail(int sync_fd, int stage, int err)
 {
 	sync_send(sync_fd, SYNC_SETUP_FAILED, err > 0 ? err : EIO, stage);
@@ -429,6 +445,12 @@ _noreturn_ static void command_main(struct spawn_plan *p, pid_t keeper)
 			child_fail(p->sync_fd, STAGE_LANDLOCK, -r);
 	}
 
+	/* Inherited from the supervisor, which hides itself from the sandbox; the command
+	 * must be reachable by the supervisor (pidfd_getfd now, process_vm_readv later)
+	 * without CAP_SYS_PTRACE. Exec would reset it anyway; ptrace itself is refused by
+	 * the filter installed next. */
+	if (prctl(PR_SET_DUMPABLE, 1) < 0)
+		child_fail(p->sync_fd, STAGE_FILTER, errno);
 	listener = sup_filter_install(&p->prog, p->features->wait_killable);
 	if (listener < 0)
 		child_fail(p->sync_fd, STAGE_FILTER, -listener);
@@ -466,6 +488,8 @@ _noreturn_ static void keeper_main(struct spawn_plan *p)
 	 * before the prctl could take effect. */
 	if (wait_go(p->sync_fd) < 0)
 		_exit(MOAT_EXIT_FAILURE);
+	/* A fork of the supervisor, with its memory: keep it out of reach as well. */
+	prctl(PR_SET_DUMPABLE, 0);
 
 	if (p->namespaced) {
 		if (p->features->cgroup)
@@ -479,7 +503,15 @@ _noreturn_ static void keeper_main(struct spawn_plan *p)
 		/* Before the command exists: the supervisor switches the vfs to this root
 		 * before it can receive the command's first notification, which comes after
 		 * this message on the same socket. */
-		sync_send(p->sync_fd, SYNC_MOUNTS_READY, 0, 0);
+		{
+			/* Passed rather than opened through /proc/<keeper>/root, which an
+			 * unprivileged supervisor may not open once we are non-dumpable. */
+			int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+			if (root < 0 || sync_send_fd(p->sync_fd, SYNC_MOUNTS_READY, 0, root) < 0)
+				child_fail(p->sync_fd, STAGE_MOUNT, errno ? errno : EIO);
+			close(root);
+		}
 		sup_netns_setup(p->sync_fd);
 	}
 

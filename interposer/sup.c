@@ -196,16 +196,13 @@ static void take_listener(struct run *R, pid_t from, int remote_fd)
 	ep_add(R->epfd, fd);
 }
 
-/* Namespaced: resolve through the sandbox's own root from now on (vfs_rebase()). */
-static void rebase_vfs(struct run *R)
+/* Namespaced: resolve through the sandbox's own root from now on (vfs_rebase()). The
+ * keeper passes an fd of it; only the keeper's word counts. */
+static void rebase_vfs(struct run *R, pid_t from, int root)
 {
-	char p[64];
-	_cleanup_close_ int root = -1;
 	int r;
 
-	snprintf(p, sizeof(p), "/proc/%d/root", R->keeper);
-	root = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	r = root < 0 ? negative_errno() : vfs_rebase(R->ctx.vfs, root);
+	r = from != R->keeper || root < 0 ? -EPERM : vfs_rebase(R->ctx.vfs, root);
 	if (r < 0) {
 		/* Without it, fds would carry host paths: refuse to run rather than leak. */
 		log_error("cannot enter the sandbox's root: %s", strerror(-r));
@@ -262,7 +259,7 @@ static void on_sync(struct run *R)
 		R->cmd_status = m.value;
 		break;
 	case SYNC_MOUNTS_READY:
-		rebase_vfs(R);
+		rebase_vfs(R, cred.pid, passed);
 		break;
 	default:
 		break;
@@ -746,10 +743,8 @@ int sup_run(struct sup_opts *o)
 	if (!R->req)
 		return MOAT_EXIT_FAILURE;
 
-	/* Orphans of the run are re-parented to us, so nothing escapes the final sweep;
-	 * and the sandbox, which may run as our uid, cannot ptrace us or read our memory. */
+	/* Orphans of the run are re-parented to us, so nothing escapes the final sweep. */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
-	prctl(PR_SET_DUMPABLE, 0);
 
 	if (setup_limits(R) < 0)
 		return MOAT_EXIT_FAILURE;
@@ -803,6 +798,10 @@ int sup_run(struct sup_opts *o)
 		waitpid(R->keeper, NULL, 0);
 		return MOAT_EXIT_FAILURE;
 	}
+	/* The sandbox may run as our uid: it must not ptrace us or read our memory. Not
+	 * before now: a child inherits the flag, and the /proc files of a non-dumpable
+	 * child (its uid_map) belong to root, which an unprivileged supervisor is not. */
+	prctl(PR_SET_DUMPABLE, 0);
 	sync_send(R->syncfd, SYNC_GO, 0, 0);
 
 	R->epfd = epoll_create1(EPOLL_CLOEXEC);
