@@ -66,10 +66,12 @@ static bool still_valid(struct sup_call *c)
 
 /*
  * The canonical virtual path of the directory a relative path starts from: the
- * thread's cwd (AT_FDCWD) or the directory behind dirfd. Read from procfs as the
- * supervisor sees it: in unnamespaced mode that is the host path (virtual == host); in
- * namespaced mode the kernel prints the path relative to the sandbox's own root, which
- * is the virtual path.
+ * thread's cwd (AT_FDCWD) or the directory behind dirfd, as procfs prints it to the
+ * supervisor. In unnamespaced mode that is the host path, which is the virtual path.
+ * In namespaced mode every object the sandbox can hold lives on the sandbox's own
+ * mounts (the vfs resolves through the sandbox's root, see vfs_rebase()), none of which
+ * is reachable from the supervisor's root, so the kernel prints the path relative to
+ * the sandbox's root: the virtual path again.
  */
 static int dir_base(struct sup_call *c, int64_t dirfd, char *buf, size_t len)
 {
@@ -93,9 +95,6 @@ static int dir_base(struct sup_call *c, int64_t dirfd, char *buf, size_t len)
 		return -errno;
 	if (!S_ISDIR(st.st_mode))
 		return -ENOTDIR;
-	if (!c->s->namespaced)
-		return 0;
-	/* In namespaced mode the mapping may be a remap: ask the vfs for the view. */
 	return 0;
 }
 
