@@ -45,7 +45,7 @@ static const char run_usage[] =
 	"  --hide GLOB            --deny GLOB         --file DST CONTENT|@HOSTFILE\n"
 	"  --chdir DIR            --allow-net DEST    --deny-net DEST    --allow-bind PORT\n"
 	"Process:\n"
-	"  --setenv NAME VALUE    --keep-env NAME     --stdin    --tty\n"
+	"  --setenv NAME VALUE    --keep-env NAME     --stdin    --tty (keeps the terminal, implies --stdin)\n"
 	"Limits (for the whole run):\n"
 	"  --timeout SECS  --memory SIZE  --pids N  --cpu SECS  --nofile N  --fsize SIZE\n"
 	"  --strict               refuse to run when a limit cannot be enforced\n"
@@ -205,7 +205,9 @@ static int parse_run_options(struct cli *c, int argc, char **argv, const char *u
 				usage_fail(usage, "--mode takes auto, namespaced or unnamespaced, not '%s'", optarg);
 			break;
 		case OPT_TTY:
+			/* An interactive terminal is of no use without the caller's stdin. */
 			o->tty = true;
+			o->stdin_pass = true;
 			break;
 		case OPT_STDIN:
 			o->stdin_pass = true;
