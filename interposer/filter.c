@@ -75,8 +75,11 @@ static int add_arg_rules(scmp_filter_ctx ctx, const struct sc_entry *e)
 	case SC_socket:
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(err), e->nr, 1,
 				     SCMP_A0(SCMP_CMP_EQ, AF_PACKET));
+		/* Raw IP sockets craft packets; netlink sockets are SOCK_RAW by convention
+		 * and are judged by family and protocol below. */
 		if (r >= 0)
-			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(err), e->nr, 1,
+			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(err), e->nr, 2,
+					     SCMP_A0(SCMP_CMP_NE, AF_NETLINK),
 					     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_RAW));
 		/* libc needs NETLINK_ROUTE (getifaddrs); other netlink families reach
 		 * kernel subsystems the sandbox has no business with (audit, netfilter...). */
