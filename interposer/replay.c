@@ -961,8 +961,10 @@ static int collapse(struct suggest *S)
 			for (size_t j = 0; j < S->n; j++) {
 				const char *q = S->needs[j].path;
 
+				/* direct children only; dir itself is under dir but has no child
+				 * part to look into */
 				if (S->needs[j].how == NEED_RO && path_under(q, dir) &&
-				    !strchr(q + strlen(dir) + 1, '/'))
+				    strlen(q) > strlen(dir) && !strchr(q + strlen(dir) + 1, '/'))
 					count++;
 			}
 			if (count < 4)
