@@ -259,10 +259,17 @@ static bool entry_visible(const struct vfs *v, const char *dir, const struct vfs
 	if (h && h->kind == VFS__HIDE && !(ex && ex->seq > h->seq))
 		return false;
 	if (dm && dm->is_proc && streq(dm->virt, dir) && name[strspn(name, "0123456789")] == '\0') {
-		/* a host pid: shown only for the sandbox's own processes */
-		pid_t sp = v->has_proc_ops && v->proc.to_sandbox ?
-		                   v->proc.to_sandbox(v->proc.userdata, atoi(name)) : -ESRCH;
+		pid_t sp;
 
+		if (v->rebased) {
+			/* the sandbox's own procfs: names are sandbox pids already, and the
+			 * keeper (pid 1) is not one of the sandbox's processes */
+			return v->has_proc_ops && v->proc.to_host &&
+			       v->proc.to_host(v->proc.userdata, atoi(name)) > 0;
+		}
+		/* a host pid: shown only for the sandbox's own processes */
+		sp = v->has_proc_ops && v->proc.to_sandbox ?
+		             v->proc.to_sandbox(v->proc.userdata, atoi(name)) : -ESRCH;
 		if (sp < 0)
 			return false;
 		if ((size_t)snprintf(out, outlen, "%d", sp) >= outlen)
