@@ -196,7 +196,8 @@ _public_ int vfs_changes_foreach(struct vfs *v, int (*fn)(const struct vfs_chang
 	if (sodium_init() < 0)
 		return -EIO;
 	pthread_mutex_lock(&v->lock);
-	qsort(v->changes, v->n_changes, sizeof(*v->changes), cmp_change);
+	if (v->n_changes) /* qsort's array may not be NULL, even for zero elements */
+		qsort(v->changes, v->n_changes, sizeof(*v->changes), cmp_change);
 	for (size_t i = 0; i < v->n_changes && r == 0; i++) {
 		const struct vfs__change *c = &v->changes[i];
 		struct vfs_change out = {
