@@ -470,7 +470,7 @@ _noreturn_ static void command_main(struct spawn_plan *p, pid_t keeper)
 
 _noreturn_ static void keeper_main(struct spawn_plan *p)
 {
-	pid_t self = getpid(), cmd;
+	pid_t self = getpid(), supervisor = getppid(), cmd;
 	int status = 0, r;
 	bool finished = false;
 	sigset_t set;
@@ -533,8 +533,17 @@ _noreturn_ static void keeper_main(struct spawn_plan *p)
 
 		if (sig < 0)
 			continue;
-		if (sig != SIGCHLD)
-			break; /* the supervisor died or asked us to stop */
+		if (sig != SIGCHLD) {
+			/* Only the supervisor or the kernel (PDEATHSIG) may stop us. The
+			 * signals are blocked for sigwaitinfo(), and blocked signals get past
+			 * pid 1's usual protection, so without this check a sandboxed process
+			 * could end the keeper and have moat report exit status 0 for a
+			 * command that never finished. Senders outside our pid namespace show
+			 * as pid 0; the kernel's own signals carry pid 0 too. */
+			if (si.si_pid == 0 || (!p->namespaced && si.si_pid == supervisor))
+				break;
+			continue;
+		}
 		for (;;) {
 			int st;
 			pid_t w = waitpid(-1, &st, WNOHANG);
