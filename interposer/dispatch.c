@@ -533,6 +533,70 @@ static void handle_statfs(struct sup_call *c)
 	set_result(c, r < 0 ? r : 0);
 }
 
+/* --- metadata through an fd ------------------------------------------------------- */
+
+/*
+ * fchmod, fchown, fsetxattr, fremovexattr need only ownership of the file, not a fd
+ * opened for writing, so a file opened read-only from a read-only mapping could be
+ * changed on the host in unnamespaced mode (no read-only mount in the way, and Landlock
+ * has no right for it). Decide on the fd's path as for the path-based twin, then act
+ * on the fd itself: its path names where it is, the fd what it is.
+ */
+static void handle_fd_meta(struct sup_call *c)
+{
+	char proc[64], name[XATTR_NAME_MAX + 1], value[65536];
+	_cleanup_close_ int fd = -1;
+	size_t size = 0;
+	ssize_t n;
+	int r;
+
+	if (c->e->id == SC_fsetxattr || c->e->id == SC_fremovexattr) {
+		r = mem_read_string(c->tid, ARG(c, 1), name, sizeof(name));
+		if (r < 0)
+			return set_result(c, r == -ENAMETOOLONG ? -ERANGE : r);
+	}
+	if (c->e->id == SC_fsetxattr) {
+		size = (size_t)ARG(c, 3);
+		if (size > sizeof(value))
+			return set_result(c, -E2BIG);
+		r = mem_read(c->tid, ARG(c, 2), value, size);
+		if (r < 0)
+			return set_result(c, r);
+	}
+	if (!still_valid(c))
+		return set_result(c, -ESRCH);
+	snprintf(proc, sizeof(proc), "/proc/%d/fd/%d", c->tid, (int)ARG(c, 0));
+	n = readlink(proc, c->path, PATH_MAX - 1);
+	if (n < 0)
+		return set_result(c, -EBADF);
+	c->path[n] = '\0';
+	c->has_path = true;
+	/* Pipes, sockets and anonymous inodes have no place in the view to protect. */
+	if (c->path[0] == '/') {
+		r = vfs_decide(c->s->vfs, c->path, VFS_WANT_WRITE, &c->verdict);
+		if (r < 0)
+			return set_result(c, r);
+	}
+	fd = tracee_getfd(c->tid, (int)ARG(c, 0));
+	if (fd < 0)
+		return set_result(c, fd);
+	switch (c->e->id) {
+	case SC_fchmod:
+		r = RET_NERRNO(fchmod(fd, (mode_t)ARG(c, 1)));
+		break;
+	case SC_fchown:
+		r = RET_NERRNO(fchown(fd, (uid_t)ARG(c, 1), (gid_t)ARG(c, 2)));
+		break;
+	case SC_fsetxattr:
+		r = RET_NERRNO(fsetxattr(fd, name, value, size, (int)ARG(c, 4)));
+		break;
+	default:
+		r = RET_NERRNO(fremovexattr(fd, name));
+		break;
+	}
+	set_result(c, r);
+}
+
 /* --- xattrs and inotify: resolved by the vfs, performed here on its O_PATH fd ------- */
 
 static void handle_xattr(struct sup_call *c, bool nofollow, int op)
@@ -811,6 +875,11 @@ static void handle(struct sup_call *c)
 		return handle_xattr(c, false, 3);
 	case SC_lremovexattr:
 		return handle_xattr(c, true, 3);
+	case SC_fchmod:
+	case SC_fchown:
+	case SC_fsetxattr:
+	case SC_fremovexattr:
+		return handle_fd_meta(c);
 	case SC_inotify_add_watch:
 		return handle_inotify_add_watch(c);
 	case SC_getdents64:
