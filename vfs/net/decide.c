@@ -171,8 +171,8 @@ _public_ int net_decide(const struct net *n, const struct sockaddr *sa, socklen_
 		return 0;
 	}
 	if (c == NET_CLASS_METADATA) {
-		verdict_set(v, -ENETUNREACH, "%s is always denied", what);
-		return -ENETUNREACH;
+		verdict_set(v, -EACCES, "%s is always denied", what);
+		return -EACCES;
 	}
 	if (short_of) {
 		verdict_set(v, -EACCES,

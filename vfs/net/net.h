@@ -23,7 +23,7 @@
  *   2. a deny-net rule matches                             -EACCES
  *   3. an allow-net rule matches and may reach the class   0
  *      of the address (see below)
- *   4. link-local or cloud metadata address                -ENETUNREACH ("... always denied")
+ *   4. link-local or cloud metadata address                -EACCES ("... always denied")
  *   5. an allow-net rule matched but may not reach a       -EACCES
  *      loopback/private/host address
  *   6. nothing matched                                     -ECONNREFUSED
