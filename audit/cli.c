@@ -23,6 +23,8 @@ static const char usage_text[] =
 	"       moat audit stats FILE\n"
 	"       moat audit verify [--key FILE.pub] FILE\n"
 	"       moat audit keygen OUT\n"
+	"       moat audit replay --policy NEW FILE   (exit 1 when a decision would change)\n"
+	"       moat audit suggest FILE [-o OUT]      (the smallest policy for the run)\n"
 	"filter: FIELD=VALUE, FIELD!=VALUE, FIELD~TEXT joined by 'and' / 'or',\n"
 	"        e.g. 'syscall=openat and decision=denied', 'path~/etc/', 'pid=12'\n";
 

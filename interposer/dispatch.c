@@ -1041,6 +1041,10 @@ void dispatch_one(struct sup_ctx *s, const struct seccomp_notif *req)
 		r = notify_addfd_send(s->listener, req->id, c.fd, c.fd_flags);
 		if (r >= 0)
 			c.result = r;
+		else if (r != -ENOENT)
+			/* Not installed (RLIMIT_NOFILE, or a kernel without the send flag):
+			 * the program gets the error rather than a wait that never ends. */
+			notify_reply(s->listener, req->id, 0, r == -EMFILE ? EMFILE : EIO);
 		safe_close(c.fd);
 		break;
 	case CALL_CONTINUE:

@@ -180,13 +180,14 @@ static void take_listener(struct run *R, pid_t from, int remote_fd)
 	if (R->ctx.listener >= 0)
 		return; /* only the first, from our own command, is trusted */
 	pidfd = (int)syscall(SYS_pidfd_open, from, 0);
-	if (pidfd < 0) {
-		log_error("cannot reach the sandboxed command (pid %d): %s", from, strerror(errno));
-		return;
-	}
-	fd = (int)syscall(SYS_pidfd_getfd, pidfd, remote_fd, 0);
+	fd = pidfd < 0 ? -1 : (int)syscall(SYS_pidfd_getfd, pidfd, remote_fd, 0);
 	if (fd < 0) {
-		log_error("cannot take the seccomp listener from pid %d: %s", from, strerror(errno));
+		/* Without the listener the command's first exec would wait forever. */
+		R->setup_errno = errno ? errno : EIO;
+		R->setup_stage = 0;
+		log_error("cannot take the seccomp listener from the command (pid %d): %s", from,
+			  strerror(R->setup_errno));
+		stop(R, SUP_REASON_SETUP_FAILED, 0);
 		return;
 	}
 	R->ctx.listener = fd;
@@ -748,6 +749,14 @@ int sup_run(struct sup_opts *o)
 
 	if (setup_limits(R) < 0)
 		return MOAT_EXIT_FAILURE;
+	if (!R->feat.landlock_abi)
+		log_warning("no Landlock on this kernel: %s",
+			    R->ctx.namespaced ? "the mount namespace alone backs up exec"
+					      : "nothing in the kernel backs up the exec check (the "
+						"supervisor's decision stands alone)");
+	else if (R->feat.landlock_abi < 6 && !R->ctx.namespaced)
+		log_warning("Landlock ABI %d cannot scope signals: the sandbox can signal other "
+			    "processes of this uid", R->feat.landlock_abi);
 
 	plan.opts = o;
 	plan.features = &R->feat;
