@@ -2,8 +2,9 @@
 /*
  * The seccomp filter, built from the syscall table with libseccomp.
  *
- * Compiled once in the supervisor (before fork) and exported to a BPF program, so the
- * child only makes one seccomp(2) call. Layout:
+ * Compiled once, at build time (gen-filter.c runs sup_filter_build() and moat links the
+ * result), so a run pays nothing for libseccomp's compiler and the child makes one
+ * seccomp(2) call. Layout:
  *   - any architecture but the native one, and x32 numbers on x86_64, kill the process
  *     (libseccomp's bad-arch action; i386 `int 0x80` lands here);
  *   - SC_DENY rows return their errno, SC_KILL rows kill;
