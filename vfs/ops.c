@@ -145,13 +145,17 @@ _public_ int vfs_open(const struct vfs *v, const struct vfs_caller *c, const cha
 	return r;
 }
 
+/* The walk's own stat of the last object is the answer: taken on the object's O_PATH fd,
+ * or with VFS__STATONLY by fstatat(parent, name, AT_SYMLINK_NOFOLLOW), which is what
+ * that fd would have been opened on; a followed symlink was resolved by the walk. */
 _public_ int vfs_stat(const struct vfs *v, const struct vfs_caller *c, const char *path, int flags,
                       struct stat *ret_st, struct vfs_verdict *verdict)
 {
 	_cleanup_walk_ struct vfs__walk w = { .dirfd = -1, .fd = -1 };
 	int r;
 
-	r = vfs__walk(v, c, path, (flags & AT_SYMLINK_NOFOLLOW) ? VFS__NOFOLLOW : 0, 0, &w,
+	r = vfs__walk(v, c, path,
+	              ((flags & AT_SYMLINK_NOFOLLOW) ? VFS__NOFOLLOW : 0) | VFS__STATONLY, 0, &w,
 	              verdict);
 	if (r < 0)
 		return ret_err(verdict, r);
@@ -164,15 +168,15 @@ _public_ int vfs_stat(const struct vfs *v, const struct vfs_caller *c, const cha
 	return 0;
 }
 
-_public_ int vfs_statx(const struct vfs *v, const struct vfs_caller *c, const char *path,
-                       int flags, unsigned mask, struct statx *ret_stx,
-                       struct vfs_verdict *verdict)
+static int statx_once(const struct vfs *v, const struct vfs_caller *c, const char *path,
+                      int flags, unsigned mask, unsigned wflags, struct statx *ret_stx,
+                      struct vfs_verdict *verdict)
 {
 	_cleanup_walk_ struct vfs__walk w = { .dirfd = -1, .fd = -1 };
 	int r;
 
-	r = vfs__walk(v, c, path, (flags & AT_SYMLINK_NOFOLLOW) ? VFS__NOFOLLOW : 0, 0, &w,
-	              verdict);
+	r = vfs__walk(v, c, path, ((flags & AT_SYMLINK_NOFOLLOW) ? VFS__NOFOLLOW : 0) | wflags, 0,
+	              &w, verdict);
 	if (r < 0)
 		return ret_err(verdict, r);
 	if (!w.exists)
@@ -180,9 +184,31 @@ _public_ int vfs_statx(const struct vfs *v, const struct vfs_caller *c, const ch
 	r = vfs__walk_policy(v, &w, 0, verdict);
 	if (r < 0)
 		return r;
-	r = statx(w.fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW | (flags & AT_STATX_SYNC_TYPE),
-	          mask, ret_stx);
-	return ret_err(verdict, r < 0 ? negative_errno() : 0);
+	if (w.fd >= 0)
+		r = statx(w.fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW |
+		          (flags & AT_STATX_SYNC_TYPE), mask, ret_stx);
+	else
+		r = statx(w.dirfd, w.hname, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT |
+		          (flags & AT_STATX_SYNC_TYPE), mask, ret_stx);
+	if (r < 0)
+		return ret_err(verdict, negative_errno());
+	/* by name, the entry may have changed since the walk stat'ed it (even into a
+	 * symlink, which a following statx never returns): then do it on an fd */
+	if (w.fd < 0 && (ret_stx->stx_mask & STATX_TYPE) &&
+	    (ret_stx->stx_mode & S_IFMT) != (w.st.st_mode & S_IFMT))
+		return -EAGAIN;
+	return 0;
+}
+
+_public_ int vfs_statx(const struct vfs *v, const struct vfs_caller *c, const char *path,
+                       int flags, unsigned mask, struct statx *ret_stx,
+                       struct vfs_verdict *verdict)
+{
+	int r = statx_once(v, c, path, flags, mask, VFS__STATONLY, ret_stx, verdict);
+
+	if (r == -EAGAIN)
+		r = statx_once(v, c, path, flags, mask, 0, ret_stx, verdict);
+	return r;
 }
 
 _public_ int vfs_statfs(const struct vfs *v, const struct vfs_caller *c, const char *path,

@@ -389,6 +389,7 @@ _public_ struct vfs *vfs_free(struct vfs *v)
 			close(r->root_fd);
 		if (r->host_fd >= 0)
 			close(r->host_fd);
+		free(r->root_link);
 		free(r->virt);
 		free(r->host);
 		free(r->content);
@@ -398,6 +399,7 @@ _public_ struct vfs *vfs_free(struct vfs *v)
 		free(r->word);
 		free(r->arg);
 	}
+	v->dcache = vfs__dcache_free(v->dcache);
 	free(v->rules);
 	free(v->mounts);
 	free(v->globs);
@@ -932,6 +934,8 @@ static int write_file(const char *path, const char *data, size_t n)
 	return 0;
 }
 
+static int refresh_fixed(struct vfs *v);
+
 _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_t errlen)
 {
 	char tmpl[] = "/tmp/moat-vfs-XXXXXX";
@@ -1132,6 +1136,10 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 	}
 	if (v->root_fd < 0)
 		return fail(errbuf, errlen, "root: %s", strerror(errno));
+	if ((r = vfs__dcache_new(&v->dcache)) < 0)
+		return r;
+	if ((r = refresh_fixed(v)) < 0)
+		return fail(errbuf, errlen, "root: %s", strerror(-r));
 	v->finalized = true;
 
 	/* where the sandbox starts: chdir directive, else the workspace, else "/" */
@@ -1258,6 +1266,38 @@ fail:
 	return NULL;
 }
 
+/* The types of the fixed fds the walker passes through without an fstat (walk.c), and
+ * a directory cache emptied of fds that belong to the other side of a vfs_rebase(). */
+static int refresh_fixed(struct vfs *v)
+{
+	struct stat st;
+
+	vfs__dcache_flush(v->dcache);
+	for (size_t i = 0; i < v->n_mounts; i++) {
+		struct vfs__rule *m = v->mounts[i];
+
+		free(m->root_link);
+		m->root_link = NULL;
+		if (m->root_fd >= 0 && fstat(m->root_fd, &st) < 0)
+			return negative_errno();
+		m->root_type = m->root_fd >= 0 ? st.st_mode & S_IFMT : 0;
+		if (S_ISLNK(m->root_type)) {
+			char t[PATH_MAX];
+			ssize_t n = readlinkat(m->root_fd, "", t, sizeof(t));
+
+			/* unreadable or too long: the walker reads it as it always did */
+			if (n > 0 && (size_t)n < sizeof(t)) {
+				t[n] = '\0';
+				m->root_link = strdup(t);
+			}
+		}
+	}
+	if (fstat(v->root_fd, &st) < 0)
+		return negative_errno();
+	v->root_type = st.st_mode & S_IFMT;
+	return 0;
+}
+
 /*
  * Namespaced mode: once the sandbox's mount namespace exists (built from this very
  * table), walk through it rather than through the host paths. Every fd the vfs hands out
@@ -1294,7 +1334,7 @@ _public_ int vfs_rebase(struct vfs *v, int root)
 		}
 		v->host_root_fd = -1;
 		v->rebased = false;
-		return 0;
+		return refresh_fixed(v);
 	}
 	if (v->rebased)
 		return -EBUSY;
@@ -1324,5 +1364,5 @@ _public_ int vfs_rebase(struct vfs *v, int root)
 		}
 	}
 	v->rebased = true;
-	return 0;
+	return refresh_fixed(v);
 }

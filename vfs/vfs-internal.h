@@ -43,6 +43,10 @@ struct vfs__rule {
 	int root_fd;       /* O_PATH|O_NOFOLLOW fd of host, opened at finalize; after
 	                      vfs_rebase() the same mapping inside the sandbox */
 	int host_fd;       /* the host fd while rebased, else -1 */
+	mode_t root_type;  /* S_IFMT of root_fd's object: an inode never changes type, so
+	                      the walker needs no fstat to pass through a mapping root */
+	char *root_link;   /* root_type is a symlink: its target, read once (a symlink's
+	                      text never changes and root_fd pins it), else NULL */
 	bool root_is_link; /* host source is a symlink (e.g. /bin -> usr/bin) */
 };
 
@@ -69,6 +73,8 @@ struct vfs {
 	char **implicit;           /* unmapped ancestors of mount points, sorted */
 	size_t n_implicit;
 	int root_fd;               /* host fd for "/" (skeleton or host root) */
+	mode_t root_type;          /* S_IFMT of root_fd's object (see vfs__rule.root_type) */
+	struct vfs__dcache *dcache; /* directories of ro mappings (dcache.c), own lock */
 	int host_root_fd;          /* while rebased: the host root_fd, else -1 */
 	bool rebased;              /* walking through the sandbox's own mounts */
 	struct vfs__rule *root_mount;
@@ -99,9 +105,29 @@ bool vfs__rescuable(const struct vfs *v, const struct vfs__rule *block, const ch
 bool vfs__path_under(const char *path, const char *dir);
 void vfs__verdict(struct vfs_verdict *verdict, int err, const char *rule, const char *vpath);
 
+/* dcache.c: see the safety argument at its top */
+struct vfs__dcache;
+struct vfs__dent;
+int vfs__dcache_new(struct vfs__dcache **ret);
+struct vfs__dcache *vfs__dcache_free(struct vfs__dcache *dc);
+void vfs__dcache_flush(struct vfs__dcache *dc);
+/* A pinned entry for vpath, or NULL. Revalidate (vfs__dent_same) before use. */
+struct vfs__dent *vfs__dcache_get(struct vfs__dcache *dc, const char *vpath, size_t vlen);
+/* Give fd (an O_PATH fd of the directory st describes) to the cache; returns it pinned,
+ * or NULL (fd still the caller's) when out of memory. */
+struct vfs__dent *vfs__dcache_put(struct vfs__dcache *dc, const char *vpath, size_t vlen,
+                                  int fd, const struct stat *st);
+/* Unpin; stale also drops it from the table. */
+void vfs__dcache_release(struct vfs__dcache *dc, struct vfs__dent *e, bool stale);
+int vfs__dent_fd(const struct vfs__dent *e);
+bool vfs__dent_same(const struct vfs__dent *e, const struct stat *st);
+
 /* walk.c */
 enum {
 	VFS__NOFOLLOW = 1u << 0, /* do not follow a symlink in the last component */
+	VFS__STATONLY = 1u << 1, /* the caller needs the last object's stat, not an fd of it:
+	                            w->fd may stay -1 although w->exists (w->dirfd and
+	                            w->hname name it) */
 };
 
 struct vfs__walk {
@@ -109,8 +135,11 @@ struct vfs__walk {
 	size_t vlen;
 	int dirfd;                  /* O_PATH fd of the directory holding it (-1 for a mount root) */
 	bool dirfd_owned;
+	struct vfs__dent *dirfd_ent; /* dirfd is this cache entry's (pinned), not ours */
 	int fd;                     /* O_PATH fd of the object itself (-1 when it does not exist) */
 	bool fd_owned;
+	struct vfs__dent *fd_ent;
+	struct vfs__dcache *dc;     /* where fd_ent / dirfd_ent go back to */
 	char hname[NAME_MAX + 1];   /* last component as the host names it (in dirfd) */
 	const struct vfs__rule *mount;  /* mapping covering vpath (NULL: an implicit directory) */
 	const struct vfs__rule *pmount; /* mapping covering the parent directory */
@@ -118,7 +147,10 @@ struct vfs__walk {
 	bool exists;
 	bool must_dir;              /* the path had a trailing slash */
 	bool dot_last;              /* the path ended in "." or ".." */
-	struct stat st;             /* of the object, when it exists */
+	struct stat st;             /* of the object, when it exists (complete once vfs__walk()
+	                               returns; during the walk only the S_IFMT bits may be) */
+	bool st_full;               /* st is a real stat, not just the file type */
+	bool raced;                 /* VFS__STATONLY met a name changing under it: walk again */
 	const struct vfs__rule *block; /* hide/deny rule in force */
 	int proc_depth;             /* components below a /proc mapping's root, -1 outside */
 	bool proc_task;             /* inside /proc/<pid>/task */

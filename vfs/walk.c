@@ -26,14 +26,23 @@
 #define MAX_SYMLINKS 40 /* the kernel's limit (MAXSYMLINKS), so ELOOP comes at the same depth */
 #define REM_MAX (PATH_MAX * 2 + 2)
 
+/* Let go of one of the walk's two fds: ours to close, a cache entry's to unpin, or the
+ * table's (a mapping root, the root) to leave alone. */
+static void fd_put(struct vfs__walk *w, int *fd, bool *owned, struct vfs__dent **ent)
+{
+	if (*ent)
+		vfs__dcache_release(w->dc, *ent, false);
+	else if (*owned && *fd >= 0)
+		close(*fd);
+	*fd = -1;
+	*owned = false;
+	*ent = NULL;
+}
+
 static void walk_close(struct vfs__walk *w)
 {
-	if (w->dirfd_owned && w->dirfd >= 0)
-		close(w->dirfd);
-	if (w->fd_owned && w->fd >= 0)
-		close(w->fd);
-	w->dirfd = w->fd = -1;
-	w->dirfd_owned = w->fd_owned = false;
+	fd_put(w, &w->dirfd, &w->dirfd_owned, &w->dirfd_ent);
+	fd_put(w, &w->fd, &w->fd_owned, &w->fd_ent);
 }
 
 void vfs__walk_done(struct vfs__walk *w)
@@ -41,6 +50,8 @@ void vfs__walk_done(struct vfs__walk *w)
 	walk_close(w);
 }
 
+/* The root's type is known (root_type); its full stat is taken at the end of the walk
+ * only if the path ends there. */
 static int walk_reset(const struct vfs *v, struct vfs__walk *w)
 {
 	walk_close(w);
@@ -58,8 +69,8 @@ static int walk_reset(const struct vfs *v, struct vfs__walk *w)
 	w->block = vfs__glob_latest(v, "/");
 	if (w->block && v->root_mount && v->root_mount->seq > w->block->seq)
 		w->block = NULL;
-	if (fstat(w->fd, &w->st) < 0)
-		return negative_errno();
+	w->st.st_mode = v->root_type;
+	w->st_full = false;
 	w->exists = true;
 	return 0;
 }
@@ -99,18 +110,112 @@ static int rem_join(char *rem, const char *a, const char *b)
 	return 0;
 }
 
+/* An O_PATH lookup of one name in w->fd; on running out of fds, the directory cache
+ * gives its idle ones back and the lookup is tried once more. */
+static int open_name(const struct vfs__walk *w, const char *hn, int flags)
+{
+	int fd = openat(w->fd, hn, O_PATH | O_NOFOLLOW | O_CLOEXEC | flags);
+
+	if (fd < 0 && (errno == EMFILE || errno == ENFILE) && w->dc) {
+		vfs__dcache_flush(w->dc);
+		fd = openat(w->fd, hn, O_PATH | O_NOFOLLOW | O_CLOEXEC | flags);
+	}
+	return fd;
+}
+
+struct found {
+	bool exists;
+	int fd;                 /* -1: none (not found, or a STATONLY last component) */
+	bool owned;             /* fd is ours to close */
+	struct vfs__dent *ent;  /* fd belongs to this pinned cache entry */
+	struct stat st;         /* full when full, else only the S_IFMT bits */
+	bool full;
+};
+
+/*
+ * Look hn (the host name of the component whose canonical path is p) up in w->fd, with
+ * as few syscalls as give the same answer as openat(O_PATH|O_NOFOLLOW) + fstat:
+ * - cacheable (a directory of a ro mapping, see dcache.c): a cached fd is used once one
+ *   fstatat() shows the name still leads to that very inode; a directory found is
+ *   given to the cache instead of being closed after the walk;
+ * - statonly (the last component, for a stat): fstatat() alone, no fd;
+ * - a component that is not the last only matters as a directory (or a symlink): an
+ *   O_DIRECTORY open tells "directory" without an fstat, ENOTDIR sends it the long way.
+ * Returns 0 (f->exists false for ENOENT, as openat would say) or -errno.
+ */
+static int lookup(struct vfs__walk *w, const char *hn, const char *p, size_t plen, bool last,
+                  bool cacheable, bool statonly, struct found *f)
+{
+	struct vfs__dent *e = NULL;
+	bool dir_hint;
+	int fd;
+
+	f->exists = f->owned = f->full = false;
+	f->fd = -1;
+	f->ent = NULL;
+	if (cacheable)
+		e = vfs__dcache_get(w->dc, p, plen);
+	if (e || statonly) {
+		if (fstatat(w->fd, hn, &f->st, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT) < 0) {
+			int err = errno;
+
+			vfs__dcache_release(w->dc, e, err == ENOENT || err == ENOTDIR);
+			return err == ENOENT ? 0 : -err;
+		}
+		f->exists = f->full = true;
+		if (e && vfs__dent_same(e, &f->st)) {
+			f->fd = vfs__dent_fd(e);
+			f->ent = e;
+			return 0;
+		}
+		if (e)
+			vfs__dcache_release(w->dc, e, true);
+		if (statonly)
+			return 0;
+		/* a stale entry: look the name up afresh, and stat what that gives */
+		f->exists = f->full = false;
+	}
+
+	dir_hint = !last && !cacheable;
+	fd = open_name(w, hn, dir_hint ? O_DIRECTORY : 0);
+	if (fd < 0 && dir_hint && errno == ENOTDIR) {
+		dir_hint = false;
+		fd = open_name(w, hn, 0);
+	}
+	if (fd < 0)
+		return errno == ENOENT ? 0 : negative_errno();
+	if (dir_hint) {
+		f->st.st_mode = S_IFDIR;
+	} else if (fstat(fd, &f->st) < 0) {
+		int err = errno;
+
+		close(fd);
+		return -err;
+	} else {
+		f->full = true;
+	}
+	f->exists = true;
+	f->fd = fd;
+	f->owned = true;
+	if (cacheable && S_ISDIR(f->st.st_mode) && (f->ent = vfs__dcache_put(w->dc, p, plen, fd,
+	                                                                    &f->st)))
+		f->owned = false;
+	return 0;
+}
+
 /*
  * One component. Returns 0 when done, 1 when the new last component is a symlink to
  * follow (w->synth or the host link gives the target), or -errno.
  */
 static int walk_step(const struct vfs *v, const struct vfs_caller *c, struct vfs__walk *w,
-                     const char *name, bool last, struct vfs_verdict *verdict)
+                     const char *name, bool last, unsigned flags, struct vfs_verdict *verdict)
 {
 	const struct vfs__rule *ex, *h;
 	char p[PATH_MAX], hbuf[16];
 	const char *hn = name;
-	size_t nl = strlen(name);
-	int nfd = -1, depth = -1;
+	size_t nl = strlen(name), plen;
+	struct found f = { .fd = -1 };
+	int depth = -1, r;
 
 	if (!w->exists)
 		return -ENOENT;
@@ -124,6 +229,7 @@ static int walk_step(const struct vfs *v, const struct vfs_caller *c, struct vfs
 	if (w->vlen > 1)
 		p[w->vlen] = '/';
 	memcpy(p + w->vlen + (w->vlen > 1), name, nl + 1);
+	plen = w->vlen + (w->vlen > 1) + nl;
 
 	/* the policy first: a hidden or denied name gives no hint of existence */
 	ex = vfs__mount_exact(v, p);
@@ -143,17 +249,18 @@ static int walk_step(const struct vfs *v, const struct vfs_caller *c, struct vfs
 
 	w->synth[0] = '\0';
 	if (ex) {
-		nfd = ex->root_fd;
+		/* a mapping root: the table's fd, whose type never changes */
+		f.exists = true;
+		f.fd = ex->root_fd;
+		f.st.st_mode = ex->root_type;
 	} else if (!w->mount) {
 		/* an unmapped directory that only leads to mount points */
 		if (!vfs__is_implicit(v, p)) {
 			vfs__verdict(verdict, -ENOENT, "unmapped", p);
 			if (!last)
 				return -ENOENT;
-		} else {
-			nfd = openat(w->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-			if (nfd < 0 && errno != ENOENT)
-				return negative_errno();
+		} else if ((r = lookup(w, name, p, plen, last, false, false, &f)) < 0) {
+			return r;
 		}
 	} else {
 		if (w->mount->is_proc && w->proc_depth >= 0) {
@@ -185,18 +292,23 @@ static int walk_step(const struct vfs *v, const struct vfs_caller *c, struct vfs
 				}
 			}
 		}
-		nfd = openat(w->fd, hn, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-		if (nfd < 0 && errno != ENOENT)
-			return negative_errno();
+		/* no shortcut under /proc: its names are pids and magic links */
+		r = lookup(w, hn, p, plen, last,
+		           w->dc && w->mount->kind == VFS__BIND && !w->mount->writable &&
+		                   !w->mount->is_proc,
+		           last && (flags & VFS__STATONLY) && !w->mount->is_proc, &f);
+		if (r < 0)
+			return r;
 	}
 
 	/* advance: the current directory becomes the parent */
-	if (w->dirfd_owned && w->dirfd >= 0)
-		close(w->dirfd);
+	fd_put(w, &w->dirfd, &w->dirfd_owned, &w->dirfd_ent);
 	w->dirfd = w->fd;
 	w->dirfd_owned = w->fd_owned;
-	w->fd = nfd;
-	w->fd_owned = nfd >= 0 && !ex;
+	w->dirfd_ent = w->fd_ent;
+	w->fd = f.fd;
+	w->fd_owned = f.owned;
+	w->fd_ent = f.ent;
 	w->pmount = w->mount;
 	if (ex) {
 		w->mount = ex;
@@ -209,16 +321,19 @@ static int walk_step(const struct vfs *v, const struct vfs_caller *c, struct vfs
 	}
 	w->mount_root = ex != NULL;
 	snprintf(w->hname, sizeof(w->hname), "%s", hn);
-	memcpy(w->vpath, p, strlen(p) + 1);
-	w->vlen = strlen(p);
+	memcpy(w->vpath, p, plen + 1);
+	w->vlen = plen;
 
-	if (nfd < 0) {
+	if (!f.exists) {
 		w->exists = false;
 		return last ? 0 : -ENOENT;
 	}
-	if (fstat(nfd, &w->st) < 0)
-		return negative_errno();
 	w->exists = true;
+	if (f.full)
+		w->st = f.st;
+	else
+		w->st.st_mode = f.st.st_mode & S_IFMT;
+	w->st_full = f.full;
 	if (S_ISLNK(w->st.st_mode))
 		return 1;
 	return 0;
@@ -242,7 +357,21 @@ static int link_target(const struct vfs *v, struct vfs__walk *w, char *buf, size
 			return -ENAMETOOLONG;
 		return 0;
 	}
-	n = readlinkat(w->fd, "", buf, len);
+	if (w->mount_root && w->mount && w->mount->root_link && w->fd == w->mount->root_fd) {
+		/* a mapping that is a symlink (/bin -> usr/bin): read at vfs_finalize() */
+		n = strlen(w->mount->root_link);
+		memcpy(buf, w->mount->root_link, MIN((size_t)n + 1, len));
+	} else if (w->fd >= 0) {
+		n = readlinkat(w->fd, "", buf, len);
+	} else {
+		/* VFS__STATONLY: the link was only stat'ed, read it by name; if it is no
+		 * link any more, the walk is done again the long way (fds, no name reuse) */
+		n = readlinkat(w->dirfd, w->hname, buf, len);
+		if (n < 0 && (errno == EINVAL || errno == ENOENT)) {
+			w->raced = true;
+			return -EAGAIN;
+		}
+	}
 	if (n < 0)
 		return negative_errno();
 	if ((size_t)n >= len)
@@ -260,8 +389,9 @@ static bool anon_object(const char *t)
 	       strncmp(t, "anon_inode:", 11) == 0;
 }
 
-int vfs__walk(const struct vfs *v, const struct vfs_caller *c, const char *path, unsigned flags,
-              uint64_t resolve, struct vfs__walk *w, struct vfs_verdict *verdict)
+static int walk_once(const struct vfs *v, const struct vfs_caller *c, const char *path,
+                     unsigned flags, uint64_t resolve, struct vfs__walk *w,
+                     struct vfs_verdict *verdict)
 {
 	char rem[REM_MAX], target[PATH_MAX], name[NAME_MAX + 2];
 	const char *root = "/";
@@ -270,6 +400,7 @@ int vfs__walk(const struct vfs *v, const struct vfs_caller *c, const char *path,
 
 	memset(w, 0, sizeof(*w));
 	w->fd = w->dirfd = -1;
+	w->dc = v->dcache;
 	w->resolve = resolve;
 	vfs__verdict(verdict, 0, NULL, path);
 	if (!v->finalized)
@@ -367,7 +498,7 @@ int vfs__walk(const struct vfs *v, const struct vfs_caller *c, const char *path,
 			continue;
 		}
 
-		r = walk_step(v, c, w, name, last, verdict);
+		r = walk_step(v, c, w, name, last, flags, verdict);
 		if (r < 0)
 			return r;
 		if (r == 0)
@@ -393,12 +524,12 @@ int vfs__walk(const struct vfs *v, const struct vfs_caller *c, const char *path,
 				nfd = openat(w->dirfd, w->hname, O_PATH | O_CLOEXEC);
 				if (nfd < 0)
 					return negative_errno();
-				if (w->fd_owned)
-					close(w->fd);
+				fd_put(w, &w->fd, &w->fd_owned, &w->fd_ent);
 				w->fd = nfd;
 				w->fd_owned = true;
 				if (fstat(nfd, &w->st) < 0)
 					return negative_errno();
+				w->st_full = true;
 				break;
 			}
 			if (target[0] == '\0')
@@ -438,6 +569,13 @@ int vfs__walk(const struct vfs *v, const struct vfs_caller *c, const char *path,
 
 	if (w->exists && w->must_dir && !S_ISDIR(w->st.st_mode) && !S_ISLNK(w->st.st_mode))
 		return -ENOTDIR;
+	/* the path ended on a directory passed through by type only (the root, a mapping
+	 * root, "." or ".."): its real stat now, fresh */
+	if (w->exists && !w->st_full) {
+		if (fstat(w->fd, &w->st) < 0)
+			return negative_errno();
+		w->st_full = true;
+	}
 	if (verdict) {
 		snprintf(verdict->vpath, sizeof(verdict->vpath), "%s", w->vpath);
 		snprintf(verdict->rule, sizeof(verdict->rule), "%s",
@@ -445,6 +583,18 @@ int vfs__walk(const struct vfs *v, const struct vfs_caller *c, const char *path,
 		         vfs__is_implicit(v, w->vpath) ? "implicit directory" : "unmapped");
 	}
 	return 0;
+}
+
+int vfs__walk(const struct vfs *v, const struct vfs_caller *c, const char *path, unsigned flags,
+              uint64_t resolve, struct vfs__walk *w, struct vfs_verdict *verdict)
+{
+	int r = walk_once(v, c, path, flags, resolve, w, verdict);
+
+	if (r == -EAGAIN && w->raced) {
+		walk_close(w);
+		r = walk_once(v, c, path, flags & ~VFS__STATONLY, resolve, w, verdict);
+	}
+	return r;
 }
 
 /*
