@@ -106,6 +106,29 @@ static int own_cgroup(const char *controller, char *buf, size_t len)
 	return -ENOENT;
 }
 
+/* Groups of runs whose supervisor was SIGKILLed stay behind (nothing can clean up
+ * after a SIGKILL); the next run removes the empty ones whose owner is gone. */
+static void remove_stale(const char *parent)
+{
+	_cleanup_(closedirp_) DIR *d = opendir(parent);
+	struct dirent *de;
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		char p[PATH_MAX + 300];
+		pid_t owner;
+
+		if (strncmp(de->d_name, "moat-", 5) != 0)
+			continue;
+		owner = (pid_t)strtol(de->d_name + 5, NULL, 10);
+		if (owner <= 0 || kill(owner, 0) == 0 || errno != ESRCH)
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", parent, de->d_name);
+		(void)rmdir(p); /* fails, harmlessly, while it still holds processes */
+	}
+}
+
 static int make_v1(const char *controller, const char *name, char *ret, size_t len)
 {
 	char own[PATH_MAX], base[PATH_MAX + 32];
@@ -116,6 +139,8 @@ static int make_v1(const char *controller, const char *name, char *ret, size_t l
 	snprintf(base, sizeof(base), "/sys/fs/cgroup/%s", controller);
 	if (stat(base, &st) < 0)
 		return -ENOENT;
+	snprintf(ret, len, "%s%s", base, strcmp(own, "/") ? own : "");
+	remove_stale(ret);
 	snprintf(ret, len, "%s%s/%s", base, strcmp(own, "/") ? own : "", name);
 	if (mkdir(ret, 0755) < 0 && errno != EEXIST) {
 		int r = negative_errno();
@@ -162,6 +187,7 @@ static int try_v2(struct cgroup *cg, const char *name, uint64_t memory, uint64_t
 		(void)write_str(parent, "cgroup.subtree_control", "+memory");
 	if (pids)
 		(void)write_str(parent, "cgroup.subtree_control", "+pids");
+	remove_stale(parent);
 	snprintf(cg->v2, sizeof(cg->v2), "%s/%s", parent, name);
 	if (mkdir(cg->v2, 0755) < 0 && errno != EEXIST) {
 		r = negative_errno();
