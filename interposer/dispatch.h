@@ -45,6 +45,9 @@ struct sup_ctx {
 	/* per-syscall denial counts for the summary line */
 	atomic_uint denials_by_id[_SC_ID_MAX];
 	uint64_t start_mono_ns;
+	/* test_hooks builds only: stretch the window before re-validation for these */
+	int test_delay_ms;
+	char test_delay_syscalls[128];
 };
 
 struct sup_call {

@@ -746,6 +746,20 @@ int sup_run(struct sup_opts *o)
 		break;
 	}
 	R->ctx.arch = sc_native_arch();
+#if MOAT_TEST_HOOKS
+	{
+		/* MOAT_TEST_NOTIFY_DELAY=MS:SYSCALL,SYSCALL (escape tests only) */
+		const char *d = getenv("MOAT_TEST_NOTIFY_DELAY"), *colon = d ? strchr(d, ':') : NULL;
+
+		if (colon) {
+			R->ctx.test_delay_ms = atoi(d);
+			snprintf(R->ctx.test_delay_syscalls, sizeof(R->ctx.test_delay_syscalls),
+				 ",%s,", colon + 1);
+			log_warning("test hook: %d ms before re-validating %s", R->ctx.test_delay_ms,
+				    colon + 1);
+		}
+	}
+#endif
 	R->ctx.verbose = o->verbose;
 	R->ctx.vfs = o->vfs;
 	R->ctx.net = o->net;
