@@ -9,20 +9,28 @@
 #include "cleanup.h"
 #include "proc-ops.h"
 
-static pid_t read_ppid(pid_t pid)
+/* Read /proc/<pid>/<name> into buf (NUL-terminated); -ESRCH when the process is gone. */
+static int read_proc(pid_t pid, const char *name, char *buf, size_t len)
 {
-	char p[64], buf[512], *rp;
+	char p[64];
 	_cleanup_close_ int fd = -1;
 	ssize_t n;
 
-	snprintf(p, sizeof(p), "/proc/%d/stat", pid);
+	snprintf(p, sizeof(p), "/proc/%d/%s", pid, name);
 	fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -ESRCH;
-	n = read(fd, buf, sizeof(buf) - 1);
+	n = fd < 0 ? -1 : read(fd, buf, len - 1);
 	if (n <= 0)
 		return -ESRCH;
 	buf[n] = '\0';
+	return 0;
+}
+
+static pid_t read_ppid(pid_t pid)
+{
+	char buf[512], *rp;
+
+	if (read_proc(pid, "stat", buf, sizeof(buf)) < 0)
+		return -ESRCH;
 	rp = strrchr(buf, ')'); /* comm may contain anything, even ") " */
 	if (!rp)
 		return -ESRCH;
@@ -32,19 +40,11 @@ static pid_t read_ppid(pid_t pid)
 /* Last NSpid field: the pid as the innermost namespace sees it. */
 static pid_t read_nspid(pid_t pid)
 {
-	char p[64], buf[4096], *l;
-	_cleanup_close_ int fd = -1;
-	ssize_t n;
+	char buf[4096], *l;
 	pid_t last = -ESRCH;
 
-	snprintf(p, sizeof(p), "/proc/%d/status", pid);
-	fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (read_proc(pid, "status", buf, sizeof(buf)) < 0)
 		return -ESRCH;
-	n = read(fd, buf, sizeof(buf) - 1);
-	if (n <= 0)
-		return -ESRCH;
-	buf[n] = '\0';
 	l = strstr(buf, "\nNSpid:");
 	if (!l)
 		return -ESRCH;

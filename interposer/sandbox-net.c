@@ -134,27 +134,6 @@ int sup_net_prepare(struct vfs *v, struct net *n, bool namespaced, char *not_enf
 	return 0;
 }
 
-static int send_fd(int sync_fd, int fd, int err)
-{
-	struct sync_msg m = { .type = SYNC_DNS, .value = err };
-	char ctl[CMSG_SPACE(sizeof(int))] = { 0 };
-	struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-
-	if (fd >= 0) {
-		struct cmsghdr *h;
-
-		mh.msg_control = ctl;
-		mh.msg_controllen = sizeof(ctl);
-		h = CMSG_FIRSTHDR(&mh);
-		h->cmsg_level = SOL_SOCKET;
-		h->cmsg_type = SCM_RIGHTS;
-		h->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(h), &fd, sizeof(int));
-	}
-	return sendmsg(sync_fd, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
-}
-
 void sup_netns_setup(int sync_fd)
 {
 	struct ifreq ifr = { 0 };
@@ -174,8 +153,8 @@ void sup_netns_setup(int sync_fd)
 	dns = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (dns < 0 || bind(dns, (struct sockaddr *)&a, sizeof(a)) < 0)
 		goto fail;
-	(void)send_fd(sync_fd, dns, 0);
+	(void)sync_send_fd(sync_fd, SYNC_DNS, 0, dns);
 	return;
 fail:
-	(void)send_fd(sync_fd, -1, errno ? errno : EIO);
+	(void)sync_send_fd(sync_fd, SYNC_DNS, errno ? errno : EIO, -1);
 }

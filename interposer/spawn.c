@@ -93,14 +93,19 @@ int sync_send_fd(int fd, int type, int value, int passfd)
 	struct sync_msg m = { .type = type, .value = value };
 	char ctl[CMSG_SPACE(sizeof(int))] = { 0 };
 	struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
-			     .msg_controllen = sizeof(ctl) };
-	struct cmsghdr *h = CMSG_FIRSTHDR(&mh);
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 
-	h->cmsg_level = SOL_SOCKET;
-	h->cmsg_type = SCM_RIGHTS;
-	h->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(h), &passfd, sizeof(int));
+	if (passfd >= 0) {
+		struct cmsghdr *h;
+
+		mh.msg_control = ctl;
+		mh.msg_controllen = sizeof(ctl);
+		h = CMSG_FIRSTHDR(&mh);
+		h->cmsg_level = SOL_SOCKET;
+		h->cmsg_type = SCM_RIGHTS;
+		h->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(h), &passfd, sizeof(int));
+	}
 	return sendmsg(fd, &mh, MSG_NOSIGNAL) == sizeof(m) ? 0 : -EIO;
 }
 

@@ -58,5 +58,6 @@ int spawn_write_idmaps(pid_t pid, uid_t uid, gid_t gid);
 const char *spawn_stage_name(int stage);
 
 int sync_send(int fd, int type, int value, int value2);
-/* The same with an fd attached (SCM_RIGHTS): only the unfiltered keeper may use it. */
+/* The same with an fd attached (SCM_RIGHTS; none when passfd < 0): only the unfiltered
+ * keeper may use it. */
 int sync_send_fd(int fd, int type, int value, int passfd);
