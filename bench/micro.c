@@ -15,7 +15,9 @@
  * Output: one line per measurement, "name ns_per_call", the median over REPS
  * repetitions of N calls each. bench/run parses it.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/audit.h>
