@@ -46,6 +46,8 @@ int mem_read_string(pid_t tid, uint64_t addr, char *buf, size_t len)
 {
 	size_t got = 0;
 
+	if (len == 0)
+		return -ENAMETOOLONG; /* not even room for the terminator */
 	if (addr == 0)
 		return -EFAULT;
 	while (got < len) {

@@ -17,22 +17,21 @@
 
 int policy_add(struct policy *p, const char *word, const char *arg, const char *origin)
 {
-	struct policy_item *items = realloc(p->items, (p->n + 1) * sizeof(*items));
+	struct policy_item *items;
 
+	/* Check before allocating: a refused item must not be half-added. */
+	if (streq(word, "profile") && !streq(arg ? arg : "", "none") &&
+	    !streq(arg ? arg : "", "default"))
+		return -EINVAL;
+	items = realloc(p->items, (p->n + 1) * sizeof(*items));
 	if (!items)
 		return -ENOMEM;
 	p->items = items;
 	items[p->n] = (struct policy_item){ strdup(word), strdup(arg ? arg : ""), strdup(origin) };
 	if (!items[p->n].word || !items[p->n].arg || !items[p->n].origin)
 		return -ENOMEM;
-	if (streq(word, "profile")) {
-		if (streq(arg, "none"))
-			p->profile_none = true;
-		else if (streq(arg, "default"))
-			p->profile_none = false;
-		else
-			return -EINVAL;
-	}
+	if (streq(word, "profile"))
+		p->profile_none = streq(arg, "none");
 	p->n++;
 	return 0;
 }
