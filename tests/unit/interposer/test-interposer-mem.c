@@ -153,7 +153,7 @@ static void test_string_too_long_across_pages(void **state)
  * `buf[len - 1] = '\0'` writes one byte before the buffer. The contract ("at most len-1
  * bytes") allows no write at all; this test fails until mem_read_string() checks len.
  */
-static void test_string_len_zero_writes_before_buf(void **state)
+static void test_string_len_zero_writes_nothing(void **state)
 {
 	static const char src[] = "abc";
 	char guard[2] = { 'G', 'H' };
@@ -246,7 +246,7 @@ int main(void)
 		cmocka_unit_test(test_string_crosses_into_unmapped),
 		cmocka_unit_test(test_string_too_long),
 		cmocka_unit_test(test_string_too_long_across_pages),
-		cmocka_unit_test(test_string_len_zero_writes_before_buf),
+		cmocka_unit_test(test_string_len_zero_writes_nothing),
 		cmocka_unit_test(test_addr_zero),
 		cmocka_unit_test(test_read_partial_is_efault),
 		cmocka_unit_test(test_write_round_trip),

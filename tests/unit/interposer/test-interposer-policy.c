@@ -201,7 +201,7 @@ static bool in_use_is_exact(void)
 }
 #endif
 
-static void test_bad_profile_leaks_its_strings(void **state)
+static void test_bad_profile_leaks_nothing(void **state)
 {
 	struct policy p = { 0 };
 	char err[512];
@@ -460,7 +460,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_header_required),
 		cmocka_unit_test(test_comments_blanks_and_items),
 		cmocka_unit_test(test_profile),
-		cmocka_unit_test(test_bad_profile_leaks_its_strings),
+		cmocka_unit_test(test_bad_profile_leaks_nothing),
 		cmocka_unit_test(test_long_line),
 		cmocka_unit_test(test_apply_ok),
 		cmocka_unit_test(test_apply_unknown_directive),
