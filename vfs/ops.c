@@ -52,6 +52,20 @@ static int ret_err(struct vfs_verdict *verdict, int err)
 	return err;
 }
 
+/* Walk to an object that must exist: the prologue of every operation on one. */
+static int walk_existing(const struct vfs *v, const struct vfs_caller *c, const char *path,
+                         unsigned flags, uint64_t resolve, struct vfs__walk *w,
+                         struct vfs_verdict *verdict)
+{
+	int r = vfs__walk(v, c, path, flags, resolve, w, verdict);
+
+	if (r < 0)
+		return ret_err(verdict, r);
+	if (!w->exists)
+		return ret_err(verdict, -ENOENT);
+	return 0;
+}
+
 /* Kernel rule (may_open): only regular files and directories care about a read-only
  * mount; a device node or FIFO on it can still be opened for writing. */
 static bool ro_applies(mode_t m)
@@ -217,11 +231,9 @@ _public_ int vfs_statfs(const struct vfs *v, const struct vfs_caller *c, const c
 	_cleanup_walk_ struct vfs__walk w = { .dirfd = -1, .fd = -1 };
 	int r;
 
-	r = vfs__walk(v, c, path, 0, 0, &w, verdict);
+	r = walk_existing(v, c, path, 0, 0, &w, verdict);
 	if (r < 0)
-		return ret_err(verdict, r);
-	if (!w.exists)
-		return ret_err(verdict, -ENOENT);
+		return r;
 	r = vfs__walk_policy(v, &w, VFS_WANT_READ, verdict);
 	if (r < 0)
 		return r;
@@ -273,11 +285,9 @@ _public_ int vfs_readlink(const struct vfs *v, const struct vfs_caller *c, const
 
 	if (len == 0 || len > INT_MAX)
 		return ret_err(verdict, -EINVAL);
-	r = vfs__walk(v, c, path, VFS__NOFOLLOW, 0, &w, verdict);
+	r = walk_existing(v, c, path, VFS__NOFOLLOW, 0, &w, verdict);
 	if (r < 0)
-		return ret_err(verdict, r);
-	if (!w.exists)
-		return ret_err(verdict, -ENOENT);
+		return r;
 	r = vfs__walk_policy(v, &w, 0, verdict);
 	if (r < 0)
 		return r;
@@ -301,11 +311,9 @@ _public_ int vfs_check_exec(const struct vfs *v, const struct vfs_caller *c, con
 	char p[64];
 	int r;
 
-	r = vfs__walk(v, c, path, 0, 0, &w, verdict);
+	r = walk_existing(v, c, path, 0, 0, &w, verdict);
 	if (r < 0)
-		return ret_err(verdict, r);
-	if (!w.exists)
-		return ret_err(verdict, -ENOENT);
+		return r;
 	r = vfs__walk_policy(v, &w, VFS_WANT_EXEC, verdict);
 	if (r < 0)
 		return r;
@@ -322,11 +330,9 @@ _public_ int vfs_check_chdir(const struct vfs *v, const struct vfs_caller *c, co
 	char p[64];
 	int r;
 
-	r = vfs__walk(v, c, path, 0, 0, &w, verdict);
+	r = walk_existing(v, c, path, 0, 0, &w, verdict);
 	if (r < 0)
-		return ret_err(verdict, r);
-	if (!w.exists)
-		return ret_err(verdict, -ENOENT);
+		return r;
 	if (!S_ISDIR(w.st.st_mode))
 		return ret_err(verdict, -ENOTDIR);
 	r = vfs__walk_policy(v, &w, VFS_WANT_EXEC, verdict);
@@ -433,11 +439,9 @@ _public_ int vfs_rename(const struct vfs *v, const struct vfs_caller *oldc, cons
 	/* a whiteout is a device node (0:0) */
 	if (flags & RENAME_WHITEOUT)
 		return ret_err(verdict, -EPERM);
-	r = vfs__walk(v, oldc, oldpath, VFS__NOFOLLOW, 0, &o, verdict);
+	r = walk_existing(v, oldc, oldpath, VFS__NOFOLLOW, 0, &o, verdict);
 	if (r < 0)
-		return ret_err(verdict, r);
-	if (!o.exists)
-		return ret_err(verdict, -ENOENT);
+		return r;
 	r = vfs__walk(v, newc, newpath, VFS__NOFOLLOW, 0, &n, verdict);
 	if (r < 0)
 		return ret_err(verdict, r);
@@ -585,11 +589,9 @@ _public_ int vfs_truncate(const struct vfs *v, const struct vfs_caller *c, const
 
 	if (length < 0)
 		return ret_err(verdict, -EINVAL);
-	r = vfs__walk(v, c, path, 0, 0, &w, verdict);
+	r = walk_existing(v, c, path, 0, 0, &w, verdict);
 	if (r < 0)
-		return ret_err(verdict, r);
-	if (!w.exists)
-		return ret_err(verdict, -ENOENT);
+		return r;
 	if (S_ISDIR(w.st.st_mode))
 		return ret_err(verdict, -EISDIR);
 	if (!S_ISREG(w.st.st_mode))
