@@ -120,12 +120,6 @@ enum {
 	OPT_DIRECTIVE, OPT_JSON,
 };
 
-/* Options that are policy directives: the same words as in a policy file. */
-static const char *const directive_opts[] = {
-	"ro-bind", "bind", "tmpfs", "hide", "deny", "file", "chdir",
-	"allow-net", "deny-net", "allow-bind",
-};
-
 static const struct option run_options[] = {
 	{ "mode", required_argument, NULL, OPT_MODE },
 	{ "tty", no_argument, NULL, OPT_TTY },
