@@ -156,8 +156,9 @@ static void deny(struct sup_call *c, int err, const char *rule)
 	c->outcome = CALL_REPLY;
 }
 
-/* The tracee's fd as an fd of ours (same open file description). */
-static int tracee_getfd(pid_t tid, int fd)
+/* The tracee's fd as an fd of ours (same open file description). PIDFD_THREAD (6.9)
+ * lets a non-leader thread name itself; older kernels take the thread-group leader's. */
+int tracee_getfd(pid_t tid, int fd)
 {
 	_cleanup_close_ int pidfd = -1;
 	int r;

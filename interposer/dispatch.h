@@ -73,6 +73,8 @@ struct sup_call {
 };
 
 void dispatch_one(struct sup_ctx *s, const struct seccomp_notif *req);
+/* The tracee thread's fd as one of ours (same open file description), or -errno. */
+int tracee_getfd(pid_t tid, int fd);
 uint64_t now_mono_ns(void);
 
 /* net.c: socket syscalls (connect, bind, sendto, sendmsg, sendmmsg). */

@@ -105,17 +105,6 @@ static struct sup_net *state(struct sup_ctx *s)
 	return s->netst;
 }
 
-static int getfd(pid_t tid, int fd)
-{
-	_cleanup_close_ int pidfd = (int)syscall(SYS_pidfd_open, tid, PIDFD_THREAD);
-	int r;
-
-	if (pidfd < 0)
-		return -ESRCH;
-	r = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
-	return r < 0 ? negative_errno() : r;
-}
-
 /* The close-on-exec bit of the program's fd. pidfd_getfd() always sets FD_CLOEXEC on our
  * copy, so the copy cannot tell; procfs shows the program's fd table entry. */
 static unsigned tracee_cloexec(pid_t tid, int fd)
@@ -743,7 +732,7 @@ static void handle_connect_bind(struct sup_call *c, bool binding)
 		return reply(c, r);
 	if (!notify_id_valid(c->s->listener, c->req->id))
 		return reply(c, -ESRCH);
-	sock = getfd(c->tid, (int)ARG(c, 0));
+	sock = tracee_getfd(c->tid, (int)ARG(c, 0));
 	if (sock < 0)
 		return reply(c, sock);
 	r = sock_info(sock, &si);
@@ -797,7 +786,7 @@ static int translate_rights(struct sup_call *c, char *ctl, size_t ctl_len, int *
 		size_t k = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
 		int *p = (int *)CMSG_DATA(h);
 		for (size_t i = 0; i < k; i++) {
-			int fd = getfd(c->tid, p[i]);
+			int fd = tracee_getfd(c->tid, p[i]);
 			if (fd < 0)
 				return fd;
 			fds[(*n_fds)++] = fd;
@@ -913,7 +902,7 @@ static void handle_sendto(struct sup_call *c)
 		return reply(c, r);
 	if (!notify_id_valid(c->s->listener, c->req->id))
 		return reply(c, -ESRCH);
-	sock = getfd(c->tid, (int)ARG(c, 0));
+	sock = tracee_getfd(c->tid, (int)ARG(c, 0));
 	if (sock < 0)
 		return reply(c, sock);
 	r = sock_info(sock, &si);
@@ -957,7 +946,7 @@ void handle_net(struct sup_call *c)
 	case SC_sendto:
 		return handle_sendto(c);
 	case SC_sendmsg:
-		sock = getfd(c->tid, (int)ARG(c, 0));
+		sock = tracee_getfd(c->tid, (int)ARG(c, 0));
 		if (sock < 0)
 			return reply(c, sock);
 		r = sock_info(sock, &si);
@@ -971,7 +960,7 @@ void handle_net(struct sup_call *c)
 		unsigned vlen = (unsigned)MIN(ARG(c, 2), 64);
 		unsigned done = 0;
 
-		sock = getfd(c->tid, (int)ARG(c, 0));
+		sock = tracee_getfd(c->tid, (int)ARG(c, 0));
 		if (sock < 0)
 			return reply(c, sock);
 		r = sock_info(sock, &si);
