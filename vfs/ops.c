@@ -66,6 +66,20 @@ static int walk_existing(const struct vfs *v, const struct vfs_caller *c, const 
 	return 0;
 }
 
+/* Walk to a name that must not exist yet, in a place the policy lets us create in: the
+ * prologue of mkdir, mknod, symlink and link's new name. */
+static int walk_new_entry(const struct vfs *v, const struct vfs_caller *c, const char *path,
+                          struct vfs__walk *w, struct vfs_verdict *verdict)
+{
+	int r = vfs__walk(v, c, path, VFS__NOFOLLOW, 0, w, verdict);
+
+	if (r < 0)
+		return ret_err(verdict, r);
+	if (w->exists || w->dot_last || w->dirfd < 0)
+		return ret_err(verdict, -EEXIST);
+	return vfs__walk_policy(v, w, VFS_WANT_CREATE, verdict);
+}
+
 /* Kernel rule (may_open): only regular files and directories care about a read-only
  * mount; a device node or FIFO on it can still be opened for writing. */
 static bool ro_applies(mode_t m)
@@ -350,12 +364,7 @@ _public_ int vfs_mkdir(const struct vfs *v, const struct vfs_caller *c, const ch
 	_cleanup_walk_ struct vfs__walk w = { .dirfd = -1, .fd = -1 };
 	int r;
 
-	r = vfs__walk(v, c, path, VFS__NOFOLLOW, 0, &w, verdict);
-	if (r < 0)
-		return ret_err(verdict, r);
-	if (w.exists || w.dot_last || w.dirfd < 0)
-		return ret_err(verdict, -EEXIST);
-	r = vfs__walk_policy(v, &w, VFS_WANT_CREATE, verdict);
+	r = walk_new_entry(v, c, path, &w, verdict);
 	if (r < 0)
 		return r;
 	if (mkdirat(w.dirfd, w.hname, mode) < 0)
@@ -378,12 +387,7 @@ _public_ int vfs_mknod(const struct vfs *v, const struct vfs_caller *c, const ch
 	}
 	if (type != 0 && type != S_IFREG && type != S_IFIFO && type != S_IFSOCK)
 		return ret_err(verdict, -EINVAL);
-	r = vfs__walk(v, c, path, VFS__NOFOLLOW, 0, &w, verdict);
-	if (r < 0)
-		return ret_err(verdict, r);
-	if (w.exists || w.dot_last || w.dirfd < 0)
-		return ret_err(verdict, -EEXIST);
-	r = vfs__walk_policy(v, &w, VFS_WANT_CREATE, verdict);
+	r = walk_new_entry(v, c, path, &w, verdict);
 	if (r < 0)
 		return r;
 	if (mknodat(w.dirfd, w.hname, mode, 0) < 0)
@@ -489,12 +493,7 @@ _public_ int vfs_link(const struct vfs *v, const struct vfs_caller *oldc, const 
 	r = vfs__walk_policy(v, &o, VFS_WANT_READ, verdict);
 	if (r < 0)
 		return r;
-	r = vfs__walk(v, newc, newpath, VFS__NOFOLLOW, 0, &n, verdict);
-	if (r < 0)
-		return ret_err(verdict, r);
-	if (n.exists || n.dot_last || n.dirfd < 0)
-		return ret_err(verdict, -EEXIST);
-	r = vfs__walk_policy(v, &n, VFS_WANT_CREATE, verdict);
+	r = walk_new_entry(v, newc, newpath, &n, verdict);
 	if (r < 0)
 		return r;
 	if (o.mount_root || o.dirfd < 0 || entry_mount(&o) != entry_mount(&n))
@@ -516,12 +515,7 @@ _public_ int vfs_symlink(const struct vfs *v, const char *target, const struct v
 		return ret_err(verdict, -ENOENT);
 	if (strlen(target) >= PATH_MAX)
 		return ret_err(verdict, -ENAMETOOLONG);
-	r = vfs__walk(v, c, linkpath, VFS__NOFOLLOW, 0, &w, verdict);
-	if (r < 0)
-		return ret_err(verdict, r);
-	if (w.exists || w.dot_last || w.dirfd < 0)
-		return ret_err(verdict, -EEXIST);
-	r = vfs__walk_policy(v, &w, VFS_WANT_CREATE, verdict);
+	r = walk_new_entry(v, c, linkpath, &w, verdict);
 	if (r < 0)
 		return r;
 	if (symlinkat(target, w.dirfd, w.hname) < 0)
