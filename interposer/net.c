@@ -151,6 +151,16 @@ static int sock_info(int sock, struct sockinfo *si)
 	return 0;
 }
 
+/* The tracee's socket (args[0]) as an fd of ours, with its domain and type. On failure
+ * *sock is a negative errno or a valid fd: the caller's cleanup handles both. */
+static int take_socket(struct sup_call *c, int *sock, struct sockinfo *si)
+{
+	*sock = tracee_getfd(c->tid, (int)ARG(c, 0));
+	if (*sock < 0)
+		return *sock;
+	return sock_info(*sock, si);
+}
+
 /*
  * Does sock live in the sandbox's network namespace? SIOCGSKNS needs CAP_NET_ADMIN over
  * the socket's namespace, which we hold for the sandbox's (our user namespace owns it)
@@ -732,10 +742,7 @@ static void handle_connect_bind(struct sup_call *c, bool binding)
 		return reply(c, r);
 	if (!notify_id_valid(c->s->listener, c->req->id))
 		return reply(c, -ESRCH);
-	sock = tracee_getfd(c->tid, (int)ARG(c, 0));
-	if (sock < 0)
-		return reply(c, sock);
-	r = sock_info(sock, &si);
+	r = take_socket(c, &sock, &si);
 	if (r < 0)
 		return reply(c, r);
 	if (is_inet(ss.ss_family) && is_inet(si.domain)) {
@@ -902,10 +909,7 @@ static void handle_sendto(struct sup_call *c)
 		return reply(c, r);
 	if (!notify_id_valid(c->s->listener, c->req->id))
 		return reply(c, -ESRCH);
-	sock = tracee_getfd(c->tid, (int)ARG(c, 0));
-	if (sock < 0)
-		return reply(c, sock);
-	r = sock_info(sock, &si);
+	r = take_socket(c, &sock, &si);
 	if (r < 0)
 		return reply(c, r);
 	if (is_inet(ss.ss_family) && is_inet(si.domain)) {
@@ -946,10 +950,7 @@ void handle_net(struct sup_call *c)
 	case SC_sendto:
 		return handle_sendto(c);
 	case SC_sendmsg:
-		sock = tracee_getfd(c->tid, (int)ARG(c, 0));
-		if (sock < 0)
-			return reply(c, sock);
-		r = sock_info(sock, &si);
+		r = take_socket(c, &sock, &si);
 		if (r < 0)
 			return reply(c, r);
 		r = emulate_sendmsg(c, &sock, &si, ARG(c, 1), (int)ARG(c, 2), true, &replied);
@@ -960,10 +961,7 @@ void handle_net(struct sup_call *c)
 		unsigned vlen = (unsigned)MIN(ARG(c, 2), 64);
 		unsigned done = 0;
 
-		sock = tracee_getfd(c->tid, (int)ARG(c, 0));
-		if (sock < 0)
-			return reply(c, sock);
-		r = sock_info(sock, &si);
+		r = take_socket(c, &sock, &si);
 		if (r < 0)
 			return reply(c, r);
 		for (; done < vlen; done++) {
