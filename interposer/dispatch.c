@@ -79,6 +79,19 @@ static bool still_valid(struct sup_call *c)
 	return notify_id_valid(c->s->listener, c->req->id);
 }
 
+/* The procfs link of a dirfd argument as the supervisor can follow it: the thread's
+ * cwd for AT_FDCWD, its fd link otherwise. */
+static int fd_proc_path(const struct sup_call *c, int64_t fd, char *buf, size_t len)
+{
+	if ((int)fd == AT_FDCWD)
+		snprintf(buf, len, "/proc/%d/cwd", c->tid);
+	else if ((int)fd < 0)
+		return -EBADF;
+	else
+		snprintf(buf, len, "/proc/%d/fd/%d", c->tid, (int)fd);
+	return 0;
+}
+
 /*
  * The canonical virtual path of the directory a relative path starts from: the
  * thread's cwd (AT_FDCWD) or the directory behind dirfd, as procfs prints it to the
@@ -94,12 +107,8 @@ static int dir_base(struct sup_call *c, int64_t dirfd, char *buf, size_t len)
 	struct stat st;
 	ssize_t n;
 
-	if ((int)dirfd == AT_FDCWD)
-		snprintf(proc, sizeof(proc), "/proc/%d/cwd", c->tid);
-	else if ((int)dirfd < 0)
+	if (fd_proc_path(c, dirfd, proc, sizeof(proc)) < 0)
 		return -EBADF;
-	else
-		snprintf(proc, sizeof(proc), "/proc/%d/fd/%d", c->tid, (int)dirfd);
 	n = readlink(proc, buf, len - 1);
 	if (n < 0)
 		return errno == ENOENT ? -EBADF : -errno;
@@ -238,12 +247,8 @@ static int stat_fd(struct sup_call *c, int64_t fd, struct stat *st)
 {
 	char proc[64];
 
-	if ((int)fd == AT_FDCWD)
-		snprintf(proc, sizeof(proc), "/proc/%d/cwd", c->tid);
-	else if ((int)fd < 0)
+	if (fd_proc_path(c, fd, proc, sizeof(proc)) < 0)
 		return -EBADF;
-	else
-		snprintf(proc, sizeof(proc), "/proc/%d/fd/%d", c->tid, (int)fd);
 	if (stat(proc, st) < 0)
 		return errno == ENOENT ? -EBADF : negative_errno();
 	return 0;
@@ -304,10 +309,8 @@ static void handle_statx(struct sup_call *c)
 
 		if (!(flags & AT_EMPTY_PATH))
 			return set_result(c, -ENOENT);
-		if ((int)dirfd == AT_FDCWD)
-			snprintf(proc, sizeof(proc), "/proc/%d/cwd", c->tid);
-		else
-			snprintf(proc, sizeof(proc), "/proc/%d/fd/%d", c->tid, (int)dirfd);
+		if (fd_proc_path(c, dirfd, proc, sizeof(proc)) < 0)
+			return set_result(c, -EBADF);
 		r = RET_NERRNO(statx(AT_FDCWD, proc, flags & ~(AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW),
 				     mask, &stx));
 		if (r == -ENOENT)
