@@ -187,6 +187,10 @@ struct run {
 	int stop_signal;
 	int exec_errno;
 	int setup_errno, setup_stage;
+	struct cgroup_stats cgs;        /* read once at teardown */
+	struct rusage ru;               /* of every reaped descendant, at teardown */
+	struct vfs_change *changes;     /* owned copies, hashed once for report and audit */
+	size_t n_changes;
 	bool sync_wake_up;
 	uint64_t t_start, t_end;
 	struct seccomp_notif *req;
@@ -406,12 +410,8 @@ static int exit_status(struct run *R)
 									   : MOAT_EXIT_NOEXEC;
 	}
 	if (WIFSIGNALED(st)) {
-		struct cgroup_stats cs = { 0 };
-
-		if (R->have_cg)
-			cg_stats(&R->cg, &cs);
 		R->reason = SUP_REASON_SIGNALED;
-		if (WTERMSIG(st) == SIGKILL && cs.oom_kills)
+		if (WTERMSIG(st) == SIGKILL && R->cgs.oom_kills)
 			R->reason = SUP_REASON_MEMORY;
 		else if (WTERMSIG(st) == SIGXCPU)
 			R->reason = SUP_REASON_CPU;
@@ -441,37 +441,40 @@ static void denial_summary(struct run *R)
 		   line, R->o->verbose ? "" : "; run with -v to see each");
 }
 
-static int change_to_json(const struct vfs_change *ch, void *ud)
-{
-	static const char *const kinds[] = { "created", "written", "deleted", "renamed" };
-	json_t *arr = ud, *o = json_object();
-	char hex[65];
+static const char *const change_kinds[] = { "created", "written", "deleted", "renamed" };
 
-	json_object_set_new(o, "kind", json_string(kinds[ch->kind]));
-	json_object_set_new(o, "path", json_string(ch->vpath));
-	if (ch->old_vpath)
-		json_object_set_new(o, "old_path", json_string(ch->old_vpath));
-	json_object_set_new(o, "exists", json_boolean(ch->exists));
-	if (ch->exists) {
-		json_object_set_new(o, "size", json_integer((json_int_t)ch->size));
-		sodium_bin2hex(hex, sizeof(hex), ch->sha256, 32);
-		json_object_set_new(o, "sha256", json_string(hex));
+static json_t *changes_to_json(const struct run *R)
+{
+	json_t *arr = json_array();
+
+	for (size_t i = 0; i < R->n_changes; i++) {
+		const struct vfs_change *ch = &R->changes[i];
+		json_t *o = json_object();
+		char hex[65];
+
+		json_object_set_new(o, "kind", json_string(change_kinds[ch->kind]));
+		json_object_set_new(o, "path", json_string(ch->vpath));
+		if (ch->old_vpath)
+			json_object_set_new(o, "old_path", json_string(ch->old_vpath));
+		json_object_set_new(o, "exists", json_boolean(ch->exists));
+		if (ch->exists) {
+			json_object_set_new(o, "size", json_integer((json_int_t)ch->size));
+			sodium_bin2hex(hex, sizeof(hex), ch->sha256, 32);
+			json_object_set_new(o, "sha256", json_string(hex));
+		}
+		json_array_append_new(arr, o);
 	}
-	json_array_append_new(arr, o);
-	return 0;
+	return arr;
 }
 
 static void write_report(struct run *R, int status)
 {
 	json_t *j = json_object(), *f = json_object(), *missing = json_array(), *lim = json_object();
-	json_t *den = json_object(), *by = json_object(), *ne = json_array(), *changes = json_array();
-	struct cgroup_stats cs = { 0 };
-	struct rusage ru;
+	json_t *den = json_object(), *by = json_object(), *ne = json_array();
+	const struct cgroup_stats cs = R->cgs;
+	const struct rusage ru = R->ru;
 	FILE *out;
 
-	if (R->have_cg)
-		cg_stats(&R->cg, &cs);
-	getrusage(RUSAGE_CHILDREN, &ru);
 	json_object_set_new(j, "moat_version", json_string(MOAT_VERSION));
 	json_object_set_new(j, "exit_status", json_integer(status));
 	json_object_set_new(j, "reason", json_string(sup_reason_name(R->reason)));
@@ -522,8 +525,7 @@ static void write_report(struct run *R, int status)
 	json_object_set_new(den, "by_syscall", by);
 	json_object_set_new(j, "denials", den);
 	json_object_set_new(j, "notifications", json_integer((json_int_t)atomic_load(&R->ctx.n.notified)));
-	vfs_changes_foreach(R->ctx.vfs, change_to_json, changes);
-	json_object_set_new(j, "changes", changes);
+	json_object_set_new(j, "changes", changes_to_json(R));
 	if (R->o->policy_json)
 		json_object_set_new(j, "policy_sha256", json_string(R->o->policy_hash));
 
@@ -614,71 +616,72 @@ static int audit_start(struct run *R)
 	return audit_hdr(R->ctx.audit, &h);
 }
 
-struct change_list {
-	struct audit_change *v;
-	size_t n, cap;
-	char **strings;
-	size_t n_strings;
-};
-
 static int collect_change(const struct vfs_change *ch, void *ud)
 {
-	static const char *const kinds[] = { "created", "written", "deleted", "renamed" };
-	struct change_list *l = ud;
-	uint8_t *hash;
+	struct run *R = ud;
+	struct vfs_change *v;
 
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 16;
-		struct audit_change *v = realloc(l->v, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		l->v = v;
-		l->cap = cap;
-	}
-	hash = ch->exists ? malloc(32) : NULL;
-	if (hash)
-		memcpy(hash, ch->sha256, 32);
-	l->v[l->n++] = (struct audit_change){
-		.kind = kinds[ch->kind],
-		.path = strdup(ch->vpath),
-		.old_path = ch->old_vpath ? strdup(ch->old_vpath) : NULL,
-		.size = ch->size,
-		.sha256 = hash,
-	};
+	v = realloc(R->changes, (R->n_changes + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	R->changes = v;
+	v[R->n_changes] = *ch;
+	v[R->n_changes].vpath = strdup(ch->vpath);
+	v[R->n_changes].old_vpath = ch->old_vpath ? strdup(ch->old_vpath) : NULL;
+	R->n_changes++;
 	return 0;
+}
+
+/* Stat and hash every changed file once, for both the report and the audit footer. */
+static void collect_changes(struct run *R)
+{
+	vfs_changes_foreach(R->ctx.vfs, collect_change, R);
+}
+
+static void free_changes(struct run *R)
+{
+	for (size_t i = 0; i < R->n_changes; i++) {
+		free((char *)R->changes[i].vpath);
+		free((char *)R->changes[i].old_vpath);
+	}
+	free(R->changes);
+	R->changes = NULL;
+	R->n_changes = 0;
 }
 
 static void audit_finish(struct run *R, int status)
 {
-	struct change_list l = { 0 };
-	struct cgroup_stats cs = { 0 };
-	struct rusage ru;
+	struct audit_change *l = calloc(R->n_changes ? R->n_changes : 1, sizeof(*l));
+	const struct rusage *ru = &R->ru;
 	int r;
 
-	if (R->have_cg)
-		cg_stats(&R->cg, &cs);
-	getrusage(RUSAGE_CHILDREN, &ru);
-	vfs_changes_foreach(R->ctx.vfs, collect_change, &l);
+	for (size_t i = 0; l && i < R->n_changes; i++) {
+		const struct vfs_change *ch = &R->changes[i];
+
+		l[i] = (struct audit_change){
+			.kind = change_kinds[ch->kind],
+			.path = ch->vpath,
+			.old_path = ch->old_vpath,
+			.size = ch->size,
+			.sha256 = ch->exists ? ch->sha256 : NULL,
+		};
+	}
 	struct audit_ftr f = {
 		.exit_status = status,
 		.reason = sup_reason_name(R->reason),
 		.wall_ns = R->t_end - R->t_start,
-		.cpu_ns = (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000ull +
-			  (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000ull,
-		.peak_memory = cs.peak_memory ? cs.peak_memory : (uint64_t)ru.ru_maxrss * 1024,
-		.changes = l.v,
-		.n_changes = l.n,
+		.cpu_ns = (uint64_t)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000000000ull +
+			  (uint64_t)(ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) * 1000ull,
+		.peak_memory = R->cgs.peak_memory ? R->cgs.peak_memory
+						  : (uint64_t)ru->ru_maxrss * 1024,
+		.changes = l,
+		.n_changes = l ? R->n_changes : 0,
 	};
 	r = audit_writer_close(R->ctx.audit, &f);
 	R->ctx.audit = NULL;
 	if (r < 0)
 		log_error("the audit stream %s is incomplete: %s", R->o->audit_path, strerror(-r));
-	for (size_t i = 0; i < l.n; i++) {
-		free((char *)l.v[i].path);
-		free((char *)l.v[i].old_path);
-		free((uint8_t *)l.v[i].sha256);
-	}
-	free(l.v);
+	free(l);
 }
 
 /* ---- setup ---- */
@@ -900,6 +903,11 @@ int sup_run(struct sup_opts *o)
 	/* The namespace's mounts went with its last process: account on the host. */
 	if (R->ctx.namespaced)
 		vfs_rebase(R->ctx.vfs, -1);
+	if (R->have_cg)
+		cg_stats(&R->cg, &R->cgs);
+	getrusage(RUSAGE_CHILDREN, &R->ru);
+	if (o->report_path || R->ctx.audit)
+		collect_changes(R);
 
 	status = exit_status(R);
 	if (R->setup_errno)
@@ -916,6 +924,7 @@ int sup_run(struct sup_opts *o)
 		write_report(R, status);
 	if (R->ctx.audit)
 		audit_finish(R, status);
+	free_changes(R);
 	if (R->have_cg)
 		cg_destroy(&R->cg);
 	safe_close(R->ctx.listener);
