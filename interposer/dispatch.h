@@ -7,6 +7,7 @@
 #pragma once
 
 #include <limits.h>
+#include <pthread.h>
 #include <linux/seccomp.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -28,8 +29,9 @@ struct sup_counters {
 	atomic_uint_fast64_t notified, emulated, denied, continued, errors, gone;
 };
 
-/* Shared, read-mostly state of the supervisor loop. */
+/* State shared by the notifier thread and the main loop (sup.c), under lock. */
 struct sup_ctx {
+	pthread_mutex_t lock;
 	int listener;
 	uint32_t arch;
 	bool namespaced;
