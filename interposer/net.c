@@ -43,7 +43,8 @@
  * comment above sup_net_dns_fd() for unnamespaced mode.
  *
  * State: struct sup_net (pending connects, the DNS socket) hangs off struct sup_ctx and
- * is used by the supervisor's single loop thread only.
+ * is used under ctx.lock only: by the notifier thread in handle_net(), by the main loop
+ * in sup_net_event() (sup.c takes the lock for both).
  */
 #include <errno.h>
 #include <fcntl.h>
