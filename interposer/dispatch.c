@@ -978,23 +978,58 @@ static uint64_t capture_stack(struct sup_call *c, struct call_stack *st)
 	return now_mono_ns() - t;
 }
 
+static int comm_open(pid_t tid)
+{
+	char p[32];
+
+	snprintf(p, sizeof(p), "/proc/%d/comm", tid);
+	return open(p, O_RDONLY | O_CLOEXEC);
+}
+
+/* The thread's current name (it changes with exec and PR_SET_NAME), "" if it is gone. */
+static void read_comm(struct comm_cache *cc, pid_t tid, char *buf, size_t len)
+{
+	size_t slot = 0;
+	ssize_t n = -1;
+
+	for (size_t i = 0; i < COMM_CACHE; i++) {
+		if (cc->e[i].tid == tid && cc->e[i].fd >= 0) {
+			slot = i;
+			n = pread(cc->e[i].fd, buf, len - 1, 0);
+			break;
+		}
+		if (cc->e[i].used < cc->e[slot].used)
+			slot = i; /* least recently used, or never */
+	}
+	if (n <= 0) {
+		/* Not cached, or cached for a task that is gone and whose tid was reused.
+		 * A slot never used has tid 0 (and fd 0, which is not ours). */
+		if (cc->e[slot].tid)
+			safe_close(cc->e[slot].fd);
+		cc->e[slot].tid = tid;
+		cc->e[slot].fd = comm_open(tid);
+		n = cc->e[slot].fd >= 0 ? pread(cc->e[slot].fd, buf, len - 1, 0) : -1;
+	}
+	cc->e[slot].used = ++cc->clock;
+	buf[n > 0 ? n - 1 : 0] = '\0'; /* drop the newline */
+}
+
+void dispatch_free(struct sup_ctx *s)
+{
+	for (size_t i = 0; i < COMM_CACHE; i++)
+		if (s->comm.e[i].tid)
+			safe_close(s->comm.e[i].fd);
+	memset(&s->comm, 0, sizeof(s->comm));
+}
+
 static void record(struct sup_call *c, uint64_t latency, const struct call_stack *st)
 {
 	struct audit_sys a;
-	char comm[32] = "";
+	char comm[32];
 
 	if (!c->s->audit)
 		return;
-	{
-		char p[64];
-		_cleanup_close_ int fd = -1;
-		ssize_t n;
-
-		snprintf(p, sizeof(p), "/proc/%d/comm", c->tid);
-		fd = open(p, O_RDONLY | O_CLOEXEC);
-		n = fd >= 0 ? read(fd, comm, sizeof(comm) - 1) : -1;
-		comm[n > 0 ? n - 1 : 0] = '\0';
-	}
+	read_comm(&c->s->comm, c->tid, comm, sizeof(comm));
 	a = (struct audit_sys){
 		.mono_ns = c->t0,
 		.pid = c->tid,

@@ -29,6 +29,19 @@ struct sup_counters {
 	atomic_uint_fast64_t notified, emulated, denied, continued, errors, gone;
 };
 
+/* Open /proc/<tid>/comm files of recent callers, for the audit's comm field: one pread
+ * per record instead of open+read+close. A file stays bound to the task it was opened
+ * for, so a reused tid reads ESRCH and is reopened, never another task's name. */
+#define COMM_CACHE 32
+struct comm_cache {
+	struct {
+		pid_t tid;
+		int fd;
+		uint32_t used;
+	} e[COMM_CACHE];
+	uint32_t clock;
+};
+
 /* State shared by the notifier thread and the main loop (sup.c), under lock. */
 struct sup_ctx {
 	pthread_mutex_t lock;
@@ -41,6 +54,7 @@ struct sup_ctx {
 	struct sup_net *netst;            /* net.c: pending connects, the DNS socket */
 	int epfd;                         /* the loop's epoll set (net.c adds sockets to it) */
 	struct audit_writer *audit;
+	struct comm_cache comm;
 	pid_t init_host_pid;              /* namespaced: pid 1 of the sandbox, else 0 */
 	pid_t cmd_host_pid;
 	struct sup_counters n;
@@ -75,6 +89,8 @@ struct sup_call {
 };
 
 void dispatch_one(struct sup_ctx *s, const struct seccomp_notif *req);
+/* Close what dispatch keeps open between calls (the comm cache). */
+void dispatch_free(struct sup_ctx *s);
 /* The tracee thread's fd as one of ours (same open file description), or -errno. */
 int tracee_getfd(pid_t tid, int fd);
 uint64_t now_mono_ns(void);

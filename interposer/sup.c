@@ -1011,6 +1011,7 @@ int sup_run(struct sup_opts *o)
 		cg_destroy(&R->cg);
 	safe_close(R->ctx.listener);
 	sup_net_free(&R->ctx);
+	dispatch_free(&R->ctx);
 	free(R->req);
 	return status;
 }
