@@ -199,6 +199,8 @@ struct run {
 	struct vfs_change *changes;     /* owned copies, hashed once for report and audit */
 	size_t n_changes;
 	bool sync_wake_up;
+	bool audit_hdr_done;
+	uint64_t start_wall_ns;
 	pthread_t notifier;
 	bool have_notifier;
 	atomic_bool notifier_stop;
@@ -209,6 +211,7 @@ struct run {
 };
 
 static void stop(struct run *R, enum sup_reason reason, int sig);
+static void audit_header(struct run *R);
 
 /* ---- the notifier thread ---- */
 
@@ -311,6 +314,7 @@ static void take_listener(struct run *R, pid_t from, int remote_fd)
 	R->ctx.cmd_host_pid = from;
 	/* Linux 6.6: wake the tracee on the CPU that answered it; absent is only slower. */
 	R->sync_wake_up = notify_set_sync_wake_up(fd) >= 0;
+	audit_header(R);
 	if (notifier_start(R) < 0) {
 		R->setup_errno = EAGAIN;
 		R->setup_stage = 0;
@@ -636,6 +640,7 @@ static uint64_t wall_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Open the stream before the sandbox can do anything worth recording. */
 static int audit_start(struct run *R)
 {
 	struct sup_opts *o = R->o;
@@ -645,6 +650,20 @@ static int audit_start(struct run *R)
 		.key_path = o->audit_key,
 		.stacks_all = o->audit_stacks_all,
 	};
+	int r;
+
+	r = audit_writer_open(o->audit_path, &ao, &R->ctx.audit);
+	if (r < 0)
+		return log_error_errno(r, "cannot open the audit stream %s: %s", o->audit_path,
+				       strerror(-r));
+	return 0;
+}
+
+/* The header, written once the listener's flags are known (when the listener arrives,
+ * before the first notification) or at teardown when it never came. */
+static void audit_header(struct run *R)
+{
+	struct sup_opts *o = R->o;
 	struct audit_feature feats[] = {
 		{ "user_namespaces", R->feat.user_ns, NULL },
 		{ "SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP", R->sync_wake_up, NULL },
@@ -659,12 +678,10 @@ static int audit_start(struct run *R)
 	char run_hex[33], cwd[PATH_MAX];
 	size_t n = 0;
 	extern char **environ;
-	int r;
 
-	r = audit_writer_open(o->audit_path, &ao, &R->ctx.audit);
-	if (r < 0)
-		return log_error_errno(r, "cannot open the audit stream %s: %s", o->audit_path,
-				       strerror(-r));
+	if (!R->ctx.audit || R->audit_hdr_done)
+		return;
+	R->audit_hdr_done = true;
 	/* Names only: values of the caller's environment never enter the stream. */
 	for (char **e = environ; *e && n < ELEMENTSOF(names) - 1; e++) {
 		size_t len = strcspn(*e, "=");
@@ -690,10 +707,11 @@ static int audit_start(struct run *R)
 		.arch = sc_arch_name(R->ctx.arch),
 		.features = feats,
 		.n_features = ELEMENTSOF(feats),
-		.start_wall_ns = wall_ns(),
+		.start_wall_ns = R->start_wall_ns,
 		.start_mono_ns = R->t_start,
 	};
-	return audit_hdr(R->ctx.audit, &h);
+	if (audit_hdr(R->ctx.audit, &h) < 0)
+		log_warning("the audit stream has no header: its buffer is full");
 }
 
 static int collect_change(const struct vfs_change *ch, void *ud)
@@ -810,6 +828,7 @@ int sup_run(struct sup_opts *o)
 	pthread_mutex_init(&R->ctx.lock, NULL);
 	R->epfd = R->sigfd = R->timerfd = R->syncfd = R->pidfd = -1;
 	R->t_start = now_mono_ns();
+	R->start_wall_ns = wall_ns();
 	sup_probe_features(&R->feat);
 
 	switch (o->mode) {
@@ -1004,8 +1023,10 @@ int sup_run(struct sup_opts *o)
 	denial_summary(R);
 	if (o->report_path)
 		write_report(R, status);
-	if (R->ctx.audit)
+	if (R->ctx.audit) {
+		audit_header(R); /* the listener never came: the stream still says what ran */
 		audit_finish(R, status);
+	}
 	free_changes(R);
 	if (R->have_cg)
 		cg_destroy(&R->cg);

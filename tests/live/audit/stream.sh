@@ -3,7 +3,7 @@
 # in the Python interpreter; stock zstd reads it; a flipped byte is caught and its frame
 # named; a signature verifies with the right key only.
 . "$(dirname "$0")/lib.sh"
-plan 8
+plan 9
 
 "$MOAT" run -q --audit t.moat -- "$PY" -c 'import json; open("/etc/shadow")' 2>/dev/null
 "$MOAT" audit dump --json t.moat > dump.json
@@ -20,6 +20,18 @@ if printf '%s\n' "$mods" | grep -q "python3"; then
 	pass "its stack has frames in the Python interpreter"
 else
 	fail "its stack has frames in the Python interpreter" "modules: $mods"
+fi
+
+# The header's features are the run's, as the report gives them: the listener flag is
+# only known once the listener has arrived, which is after the stream is opened.
+"$MOAT" run -q --audit f.moat --report f.json -- true
+hdr=$("$MOAT" audit dump --json f.moat | head -1 |
+	jq -r '.features[] | select(.name=="SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP") | .present')
+rep=$(jq -r '.features.seccomp_sync_wake_up' f.json)
+if [ -n "$hdr" ] && [ "$hdr" = "$rep" ]; then
+	pass "the header's SYNC_WAKE_UP feature matches the report's ($hdr)"
+else
+	fail "the header's SYNC_WAKE_UP feature matches the report's" "header: '$hdr', report: '$rep'"
 fi
 
 # Stock tools: the decompressed stream is msgpack whose first record is the header.
