@@ -23,6 +23,7 @@
 #include <pthread.h>
 #include <pwd.h>
 #include <sched.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <sodium.h>
 #include <stdio.h>
@@ -204,6 +205,7 @@ struct run {
 	pthread_t notifier;
 	bool have_notifier;
 	atomic_bool notifier_stop;
+	sem_t listener_ready;           /* posted when ctx.listener is set (or to stop) */
 	uint64_t t_start, t_end;
 	struct seccomp_notif *req;
 	char *not_enforced[8];
@@ -229,6 +231,8 @@ static void *notifier_main(void *arg)
 	sigemptyset(&wake);
 	sigaddset(&wake, SIGUSR2);
 	pthread_sigmask(SIG_UNBLOCK, &wake, NULL);
+	while (sem_wait(&R->listener_ready) < 0)
+		;
 	while (!atomic_load(&R->notifier_stop)) {
 		int r = notify_recv(R->ctx.listener, R->req);
 
@@ -245,6 +249,9 @@ static void *notifier_main(void *arg)
 	return NULL;
 }
 
+/* Started once the keeper is forked (spawn.c relies on forking a single-threaded
+ * process) and told to go, so that its cost overlaps the sandbox's own start-up; it
+ * waits for the listener (take_listener()). */
 static int notifier_start(struct run *R)
 {
 	struct sigaction sa = { .sa_handler = on_wake }; /* no SA_RESTART */
@@ -253,6 +260,7 @@ static int notifier_start(struct run *R)
 
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGUSR2, &sa, NULL);
+	sem_init(&R->listener_ready, 0, 0);
 	/* The thread starts with every signal blocked and unblocks only SIGUSR2: the
 	 * process's signals stay with the main loop's signalfd. */
 	sigfillset(&all);
@@ -270,6 +278,7 @@ static void notifier_stop(struct run *R)
 	if (!R->have_notifier)
 		return;
 	atomic_store(&R->notifier_stop, true);
+	sem_post(&R->listener_ready); /* if the listener never came */
 	for (;;) {
 		struct timespec ts;
 
@@ -315,12 +324,7 @@ static void take_listener(struct run *R, pid_t from, int remote_fd)
 	/* Linux 6.6: wake the tracee on the CPU that answered it; absent is only slower. */
 	R->sync_wake_up = notify_set_sync_wake_up(fd) >= 0;
 	audit_header(R);
-	if (notifier_start(R) < 0) {
-		R->setup_errno = EAGAIN;
-		R->setup_stage = 0;
-		log_error("cannot start the notifier thread");
-		stop(R, SUP_REASON_SETUP_FAILED, 0);
-	}
+	sem_post(&R->listener_ready);
 }
 
 /* Namespaced: resolve through the sandbox's own root from now on (vfs_rebase()). The
@@ -966,6 +970,14 @@ int sup_run(struct sup_opts *o)
 	 * child (its uid_map) belong to root, which an unprivileged supervisor is not. */
 	prctl(PR_SET_DUMPABLE, 0);
 	sync_send(R->syncfd, SYNC_GO, 0, 0);
+	/* While the keeper builds the sandbox. */
+	r = notifier_start(R);
+	if (r < 0) {
+		log_error("cannot start the notifier thread: %s", strerror(-r));
+		kill(R->keeper, SIGKILL);
+		waitpid(R->keeper, NULL, 0);
+		return MOAT_EXIT_FAILURE;
+	}
 
 	R->epfd = epoll_create1(EPOLL_CLOEXEC);
 	R->ctx.epfd = R->epfd;
@@ -985,6 +997,7 @@ int sup_run(struct sup_opts *o)
 	if (o->audit_path && audit_start(R) < 0) {
 		kill(R->keeper, SIGKILL);
 		waitpid(R->keeper, NULL, 0);
+		notifier_stop(R);
 		return MOAT_EXIT_FAILURE;
 	}
 
