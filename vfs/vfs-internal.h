@@ -86,6 +86,7 @@ struct vfs {
 	char *initial_cwd;
 	char *private_dir;         /* host dir holding tmpfs backings, skeleton, files */
 	char *skeleton;            /* namespaced: host dir standing for the unmapped tree */
+	char *skeleton_dir;        /* its own private dir when on /dev/shm, else NULL */
 	char *tmpdir;              /* what the sandbox should use as TMPDIR */
 	unsigned n_private;
 
