@@ -213,7 +213,7 @@ _public_ int vfs_changes_foreach(struct vfs *v, int (*fn)(const struct vfs_chang
 			out.exists = true;
 			out.size = w.st.st_size;
 			if (S_ISREG(w.st.st_mode)) {
-				int fd = vfs__reopen(w.fd, O_RDONLY);
+				int fd = vfs__reopen(v, w.fd, O_RDONLY);
 
 				if (fd >= 0) {
 					hash_fd(fd, out.sha256);

@@ -147,7 +147,7 @@ static int open_once(const struct vfs *v, const struct vfs_caller *c, const char
 	if (r < 0)
 		return r;
 	/* an O_PATH fd is what the walk holds already */
-	fd = (flags & O_PATH) ? fcntl(w.fd, F_DUPFD_CLOEXEC, 3) : vfs__reopen(w.fd, flags);
+	fd = (flags & O_PATH) ? fcntl(w.fd, F_DUPFD_CLOEXEC, 3) : vfs__reopen(v, w.fd, flags);
 	if (fd < 0 && (flags & O_PATH))
 		fd = negative_errno();
 	if (fd < 0)
@@ -593,7 +593,7 @@ _public_ int vfs_truncate(const struct vfs *v, const struct vfs_caller *c, const
 	r = vfs__walk_policy(v, &w, VFS_WANT_WRITE, verdict);
 	if (r < 0)
 		return r;
-	fd = vfs__reopen(w.fd, O_WRONLY);
+	fd = vfs__reopen(v, w.fd, O_WRONLY);
 	if (fd < 0)
 		return ret_err(verdict, fd);
 	if (ftruncate(fd, length) < 0)

@@ -343,6 +343,7 @@ _public_ int vfs_new(const struct vfs_proc_ops *proc, struct vfs **ret)
 		return -ENOMEM;
 	v->root_fd = -1;
 	v->host_root_fd = -1;
+	v->proc_self_fd = -1;
 	pthread_mutex_init(&v->lock, NULL);
 	if (proc) {
 		v->proc = *proc;
@@ -412,6 +413,8 @@ _public_ struct vfs *vfs_free(struct vfs *v)
 		close(v->root_fd);
 	if (v->host_root_fd >= 0 && !v->root_mount)
 		close(v->host_root_fd);
+	if (v->proc_self_fd >= 0)
+		close(v->proc_self_fd);
 	if (v->private_dir)
 		rm_rf_at(AT_FDCWD, v->private_dir);
 	free(v->private_dir);
@@ -1165,6 +1168,8 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 		return fail(errbuf, errlen, "root: %s", strerror(errno));
 	if ((r = vfs__dcache_new(&v->dcache)) < 0)
 		return r;
+	/* vfs__reopen()'s directory; the path is used when this fails */
+	v->proc_self_fd = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if ((r = refresh_fixed(v)) < 0)
 		return fail(errbuf, errlen, "root: %s", strerror(-r));
 	v->finalized = true;

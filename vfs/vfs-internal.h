@@ -76,6 +76,7 @@ struct vfs {
 	mode_t root_type;          /* S_IFMT of root_fd's object (see vfs__rule.root_type) */
 	struct vfs__dcache *dcache; /* directories of ro mappings (dcache.c), own lock */
 	int host_root_fd;          /* while rebased: the host root_fd, else -1 */
+	int proc_self_fd;          /* /proc/self/fd of this process, for vfs__reopen() */
 	bool rebased;              /* walking through the sandbox's own mounts */
 	struct vfs__rule *root_mount;
 
@@ -165,7 +166,7 @@ int vfs__walk(const struct vfs *v, const struct vfs_caller *c, const char *path,
 void vfs__walk_done(struct vfs__walk *w);
 int vfs__walk_policy(const struct vfs *v, struct vfs__walk *w, unsigned want,
                      struct vfs_verdict *verdict);
-int vfs__reopen(int fd, int flags);
+int vfs__reopen(const struct vfs *v, int fd, int flags);
 
 /* changes.c */
 void vfs__change_note(const struct vfs *v, enum vfs_change_kind kind, const char *vpath,

@@ -12,7 +12,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -631,28 +630,20 @@ int vfs__walk_policy(const struct vfs *v, struct vfs__walk *w, unsigned want,
 	return 0;
 }
 
-static int proc_self_fd = -1;
-static pthread_once_t proc_self_fd_once = PTHREAD_ONCE_INIT;
-
-static void open_proc_self_fd(void)
-{
-	proc_self_fd = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
-}
-
 /* A real open of an O_PATH fd through /proc/self/fd: the kernel checks the access mode
  * against the inode as for any open, and no name is looked up again. The directory is
- * opened once (every thread of the process shares its fd table): one component to
- * look up instead of three, on every open the sandbox makes. */
-int vfs__reopen(int fd, int flags)
+ * opened once, by vfs_finalize() (every thread of the process shares its fd table; the
+ * vfs is the supervisor's, never used in a child): one component to look up instead of
+ * three, on every open the sandbox makes. */
+int vfs__reopen(const struct vfs *v, int fd, int flags)
 {
 	char p[64];
 	int r;
 
 	flags = (flags & ~(O_CREAT | O_EXCL | O_NOFOLLOW)) | O_CLOEXEC;
-	pthread_once(&proc_self_fd_once, open_proc_self_fd);
-	if (proc_self_fd >= 0) {
+	if (v->proc_self_fd >= 0) {
 		snprintf(p, sizeof(p), "%d", fd);
-		r = openat(proc_self_fd, p, flags);
+		r = openat(v->proc_self_fd, p, flags);
 	} else {
 		snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
 		r = open(p, flags);
