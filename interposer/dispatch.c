@@ -165,20 +165,85 @@ static void deny(struct sup_call *c, int err, const char *rule)
 	c->outcome = CALL_REPLY;
 }
 
-/* The tracee's fd as an fd of ours (same open file description). PIDFD_THREAD (6.9)
- * lets a non-leader thread name itself; older kernels take the thread-group leader's. */
-int tracee_getfd(pid_t tid, int fd)
-{
-	_cleanup_close_ int pidfd = -1;
-	int r;
+/* --- the caller's thread: pidfd and comm, cached ----------------------------------- */
 
-	pidfd = (int)syscall(SYS_pidfd_open, tid, PIDFD_THREAD);
+/* The cache slot of the calling thread: its own, else the least recently used one,
+ * emptied. */
+static int tracee_slot(struct sup_call *c)
+{
+	struct tracee_cache *tc = &c->s->tracees;
+	size_t slot = 0;
+
+	for (size_t i = 0; i < TRACEE_CACHE; i++) {
+		if (tc->e[i].tid == c->tid) {
+			slot = i;
+			goto found;
+		}
+		if (tc->e[i].used < tc->e[slot].used)
+			slot = i; /* least recently used, or never (0) */
+	}
+	if (tc->e[slot].tid) {
+		safe_close(tc->e[slot].pidfd);
+		safe_close(tc->e[slot].comm_fd);
+	}
+	tc->e[slot].tid = c->tid;
+	tc->e[slot].pidfd = tc->e[slot].comm_fd = -1;
+found:
+	tc->e[slot].used = ++tc->clock;
+	return (int)slot;
+}
+
+/* PIDFD_THREAD (6.9) lets a non-leader thread name itself; older kernels take the
+ * thread-group leader's. */
+static int open_pidfd(pid_t tid)
+{
+	int pidfd = (int)syscall(SYS_pidfd_open, tid, PIDFD_THREAD);
+
 	if (pidfd < 0 && errno == EINVAL)
 		pidfd = (int)syscall(SYS_pidfd_open, tid, 0);
-	if (pidfd < 0)
-		return -ESRCH;
-	r = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+	return pidfd;
+}
+
+int tracee_getfd(struct sup_call *c, int fd)
+{
+	struct tracee_cache *tc = &c->s->tracees;
+	int slot = tracee_slot(c), r = -1;
+
+	for (int attempt = 0; attempt < 2; attempt++) {
+		int *pidfd = &tc->e[slot].pidfd;
+
+		if (*pidfd < 0 && (*pidfd = open_pidfd(c->tid)) < 0)
+			return -ESRCH;
+		r = (int)syscall(SYS_pidfd_getfd, *pidfd, fd, 0);
+		if (r >= 0 || errno != ESRCH)
+			break;
+		/* a pidfd of a task that is gone, whose tid is now another's: reopen */
+		*pidfd = safe_close(*pidfd);
+	}
 	return r < 0 ? (errno == EBADF ? -EBADF : negative_errno()) : r;
+}
+
+/* The thread's current name (it changes with exec and PR_SET_NAME), "" if it is gone. */
+static void read_comm(struct sup_call *c, char *buf, size_t len)
+{
+	struct tracee_cache *tc = &c->s->tracees;
+	int slot = tracee_slot(c);
+	ssize_t n = -1;
+
+	for (int attempt = 0; attempt < 2 && n <= 0; attempt++) {
+		int *fd = &tc->e[slot].comm_fd;
+
+		if (*fd < 0) {
+			char p[32];
+
+			snprintf(p, sizeof(p), "/proc/%d/comm", c->tid);
+			*fd = open(p, O_RDONLY | O_CLOEXEC);
+		}
+		n = *fd >= 0 ? pread(*fd, buf, len - 1, 0) : -1;
+		if (n <= 0)
+			*fd = safe_close(*fd); /* the task is gone: maybe a reused tid */
+	}
+	buf[n > 0 ? n - 1 : 0] = '\0'; /* drop the newline */
 }
 
 /* --- open family ---------------------------------------------------------------------- */
@@ -596,7 +661,7 @@ static void handle_fd_meta(struct sup_call *c)
 		if (r < 0)
 			return set_result(c, r);
 	}
-	fd = tracee_getfd(c->tid, (int)ARG(c, 0));
+	fd = tracee_getfd(c, (int)ARG(c, 0));
 	if (fd < 0)
 		return set_result(c, fd);
 	switch (c->e->id) {
@@ -686,7 +751,7 @@ static void handle_inotify_add_watch(struct sup_call *c)
 			 &c->verdict);
 	if (fd < 0)
 		return set_result(c, fd);
-	ino = tracee_getfd(c->tid, (int)ARG(c, 0));
+	ino = tracee_getfd(c, (int)ARG(c, 0));
 	if (ino < 0)
 		return set_result(c, ino);
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
@@ -706,7 +771,7 @@ static void handle_getdents64(struct sup_call *c)
 
 	/* Emulated, not continued: the fd number is a register, but the fd table is not,
 	 * and another thread could dup2() a directory that needs filtering onto it. */
-	fd = tracee_getfd(c->tid, (int)ARG(c, 0));
+	fd = tracee_getfd(c, (int)ARG(c, 0));
 	if (fd < 0)
 		return set_result(c, fd);
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
@@ -978,48 +1043,16 @@ static uint64_t capture_stack(struct sup_call *c, struct call_stack *st)
 	return now_mono_ns() - t;
 }
 
-static int comm_open(pid_t tid)
-{
-	char p[32];
-
-	snprintf(p, sizeof(p), "/proc/%d/comm", tid);
-	return open(p, O_RDONLY | O_CLOEXEC);
-}
-
-/* The thread's current name (it changes with exec and PR_SET_NAME), "" if it is gone. */
-static void read_comm(struct comm_cache *cc, pid_t tid, char *buf, size_t len)
-{
-	size_t slot = 0;
-	ssize_t n = -1;
-
-	for (size_t i = 0; i < COMM_CACHE; i++) {
-		if (cc->e[i].tid == tid && cc->e[i].fd >= 0) {
-			slot = i;
-			n = pread(cc->e[i].fd, buf, len - 1, 0);
-			break;
-		}
-		if (cc->e[i].used < cc->e[slot].used)
-			slot = i; /* least recently used, or never */
-	}
-	if (n <= 0) {
-		/* Not cached, or cached for a task that is gone and whose tid was reused.
-		 * A slot never used has tid 0 (and fd 0, which is not ours). */
-		if (cc->e[slot].tid)
-			safe_close(cc->e[slot].fd);
-		cc->e[slot].tid = tid;
-		cc->e[slot].fd = comm_open(tid);
-		n = cc->e[slot].fd >= 0 ? pread(cc->e[slot].fd, buf, len - 1, 0) : -1;
-	}
-	cc->e[slot].used = ++cc->clock;
-	buf[n > 0 ? n - 1 : 0] = '\0'; /* drop the newline */
-}
-
 void dispatch_free(struct sup_ctx *s)
 {
-	for (size_t i = 0; i < COMM_CACHE; i++)
-		if (s->comm.e[i].tid)
-			safe_close(s->comm.e[i].fd);
-	memset(&s->comm, 0, sizeof(s->comm));
+	struct tracee_cache *tc = &s->tracees;
+
+	for (size_t i = 0; i < TRACEE_CACHE; i++)
+		if (tc->e[i].tid) {
+			safe_close(tc->e[i].pidfd);
+			safe_close(tc->e[i].comm_fd);
+		}
+	memset(tc, 0, sizeof(*tc));
 }
 
 static void record(struct sup_call *c, uint64_t latency, const struct call_stack *st)
@@ -1029,7 +1062,7 @@ static void record(struct sup_call *c, uint64_t latency, const struct call_stack
 
 	if (!c->s->audit)
 		return;
-	read_comm(&c->s->comm, c->tid, comm, sizeof(comm));
+	read_comm(c, comm, sizeof(comm));
 	a = (struct audit_sys){
 		.mono_ns = c->t0,
 		.pid = c->tid,

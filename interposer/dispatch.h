@@ -29,16 +29,17 @@ struct sup_counters {
 	atomic_uint_fast64_t notified, emulated, denied, continued, errors, gone;
 };
 
-/* Open /proc/<tid>/comm files of recent callers, for the audit's comm field: one pread
- * per record instead of open+read+close. A file stays bound to the task it was opened
- * for, so a reused tid reads ESRCH and is reopened, never another task's name. */
-#define COMM_CACHE 32
-struct comm_cache {
+/* Per recent caller thread: its pidfd (for pidfd_getfd) and its open /proc/<tid>/comm
+ * (the audit's comm field), so that neither is opened again on every call. Both stay
+ * bound to the task they were opened for: once it is gone they answer ESRCH, never for
+ * another task that reuses the tid, and are opened again. -1 = not open yet. */
+#define TRACEE_CACHE 32
+struct tracee_cache {
 	struct {
-		pid_t tid;
-		int fd;
+		pid_t tid;      /* 0: empty slot */
+		int pidfd, comm_fd;
 		uint32_t used;
-	} e[COMM_CACHE];
+	} e[TRACEE_CACHE];
 	uint32_t clock;
 };
 
@@ -54,7 +55,7 @@ struct sup_ctx {
 	struct sup_net *netst;            /* net.c: pending connects, the DNS socket */
 	int epfd;                         /* the loop's epoll set (net.c adds sockets to it) */
 	struct audit_writer *audit;
-	struct comm_cache comm;
+	struct tracee_cache tracees;
 	pid_t init_host_pid;              /* namespaced: pid 1 of the sandbox, else 0 */
 	pid_t cmd_host_pid;
 	struct sup_counters n;
@@ -89,10 +90,10 @@ struct sup_call {
 };
 
 void dispatch_one(struct sup_ctx *s, const struct seccomp_notif *req);
-/* Close what dispatch keeps open between calls (the comm cache). */
+/* Close what dispatch keeps open between calls (the tracee cache). */
 void dispatch_free(struct sup_ctx *s);
-/* The tracee thread's fd as one of ours (same open file description), or -errno. */
-int tracee_getfd(pid_t tid, int fd);
+/* The calling thread's fd as one of ours (same open file description), or -errno. */
+int tracee_getfd(struct sup_call *c, int fd);
 uint64_t now_mono_ns(void);
 
 /* net.c: socket syscalls (connect, bind, sendto, sendmsg, sendmmsg). */

@@ -156,7 +156,7 @@ static int sock_info(int sock, struct sockinfo *si)
  * *sock is a negative errno or a valid fd: the caller's cleanup handles both. */
 static int take_socket(struct sup_call *c, int *sock, struct sockinfo *si)
 {
-	*sock = tracee_getfd(c->tid, (int)ARG(c, 0));
+	*sock = tracee_getfd(c, (int)ARG(c, 0));
 	if (*sock < 0)
 		return *sock;
 	return sock_info(*sock, si);
@@ -794,7 +794,7 @@ static int translate_rights(struct sup_call *c, char *ctl, size_t ctl_len, int *
 		size_t k = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
 		int *p = (int *)CMSG_DATA(h);
 		for (size_t i = 0; i < k; i++) {
-			int fd = tracee_getfd(c->tid, p[i]);
+			int fd = tracee_getfd(c, p[i]);
 			if (fd < 0)
 				return fd;
 			fds[(*n_fds)++] = fd;
