@@ -115,6 +115,8 @@ static int dir_base(struct sup_call *c, int64_t dirfd, char *buf, size_t len)
 	buf[n] = '\0';
 	if (buf[0] != '/')
 		return -ENOTDIR; /* socket:[..], pipe:[..], anon_inode:... */
+	if ((int)dirfd == AT_FDCWD)
+		return 0; /* a cwd is a directory: no need to ask */
 	if (stat(proc, &st) < 0)
 		return -errno;
 	if (!S_ISDIR(st.st_mode))
