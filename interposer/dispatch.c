@@ -173,7 +173,7 @@ static void deny(struct sup_call *c, int err, const char *rule)
  * emptied. */
 static int tracee_slot(struct sup_call *c)
 {
-	struct tracee_cache *tc = &c->s->tracees;
+	struct tracee_cache *tc = c->tc;
 	size_t slot = 0;
 
 	for (size_t i = 0; i < TRACEE_CACHE; i++) {
@@ -208,7 +208,7 @@ static int open_pidfd(pid_t tid)
 
 int tracee_getfd(struct sup_call *c, int fd)
 {
-	struct tracee_cache *tc = &c->s->tracees;
+	struct tracee_cache *tc = c->tc;
 	int slot = tracee_slot(c), r = -1;
 
 	for (int attempt = 0; attempt < 2; attempt++) {
@@ -228,7 +228,7 @@ int tracee_getfd(struct sup_call *c, int fd)
 /* The thread's current name (it changes with exec and PR_SET_NAME), "" if it is gone. */
 static void read_comm(struct sup_call *c, char *buf, size_t len)
 {
-	struct tracee_cache *tc = &c->s->tracees;
+	struct tracee_cache *tc = c->tc;
 	int slot = tracee_slot(c);
 	ssize_t n = -1;
 
@@ -983,7 +983,11 @@ static void handle(struct sup_call *c)
 	case SC_sendto:
 	case SC_sendmsg:
 	case SC_sendmmsg:
-		return handle_net(c);
+		/* net.c's state is shared with the main loop (deferred connects, DNS) */
+		pthread_mutex_lock(&c->s->lock);
+		handle_net(c);
+		pthread_mutex_unlock(&c->s->lock);
+		return;
 	default:
 		/* A syscall the table notifies but no handler knows: fail closed. */
 		return deny(c, ENOSYS, "no handler for this notified syscall");
@@ -1045,10 +1049,8 @@ static uint64_t capture_stack(struct sup_call *c, struct call_stack *st)
 	return now_mono_ns() - t;
 }
 
-void dispatch_free(struct sup_ctx *s)
+void tracee_cache_free(struct tracee_cache *tc)
 {
-	struct tracee_cache *tc = &s->tracees;
-
 	for (size_t i = 0; i < TRACEE_CACHE; i++)
 		if (tc->e[i].tid) {
 			safe_close(tc->e[i].pidfd);
@@ -1089,7 +1091,7 @@ static void record(struct sup_call *c, uint64_t latency, const struct call_stack
 	audit_sys(c->s->audit, &a);
 }
 
-void dispatch_one(struct sup_ctx *s, const struct seccomp_notif *req)
+void dispatch_one(struct sup_ctx *s, const struct seccomp_notif *req, struct tracee_cache *tc)
 {
 	struct sup_call c;
 	struct call_stack stack;
@@ -1098,6 +1100,7 @@ void dispatch_one(struct sup_ctx *s, const struct seccomp_notif *req)
 
 	/* Only the fields that must start clean: the path buffers are written before use. */
 	c.s = s;
+	c.tc = tc;
 	c.req = req;
 	c.tid = (pid_t)req->pid;
 	c.t0 = now_mono_ns();

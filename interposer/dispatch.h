@@ -43,7 +43,10 @@ struct tracee_cache {
 	uint32_t clock;
 };
 
-/* State shared by the notifier thread and the main loop (sup.c), under lock. */
+/* State shared by the notifier threads and the main loop (sup.c). Read-only once the
+ * listener has arrived, except: the counters (atomic), the vfs and net layers (their
+ * own locks), the audit writer (its own lock), and netst, which is used under lock only
+ * (by handle_net() and by the main loop's net events and sync messages). */
 struct sup_ctx {
 	pthread_mutex_t lock;
 	int listener;
@@ -55,7 +58,6 @@ struct sup_ctx {
 	struct sup_net *netst;            /* net.c: pending connects, the DNS socket */
 	int epfd;                         /* the loop's epoll set (net.c adds sockets to it) */
 	struct audit_writer *audit;
-	struct tracee_cache tracees;
 	pid_t init_host_pid;              /* namespaced: pid 1 of the sandbox, else 0 */
 	pid_t cmd_host_pid;
 	struct sup_counters n;
@@ -69,6 +71,7 @@ struct sup_ctx {
 
 struct sup_call {
 	struct sup_ctx *s;
+	struct tracee_cache *tc;        /* the notifier thread's own */
 	const struct seccomp_notif *req;
 	const struct sc_entry *e;
 	pid_t tid;
@@ -89,9 +92,10 @@ struct sup_call {
 	struct vfs_verdict verdict;
 };
 
-void dispatch_one(struct sup_ctx *s, const struct seccomp_notif *req);
-/* Close what dispatch keeps open between calls (the tracee cache). */
-void dispatch_free(struct sup_ctx *s);
+/* Answer one notification; tc is the calling notifier thread's own cache. */
+void dispatch_one(struct sup_ctx *s, const struct seccomp_notif *req, struct tracee_cache *tc);
+/* Close what a tracee cache holds open. */
+void tracee_cache_free(struct tracee_cache *tc);
 /* The calling thread's fd as one of ours (same open file description), or -errno. */
 int tracee_getfd(struct sup_call *c, int fd);
 uint64_t now_mono_ns(void);

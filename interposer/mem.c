@@ -8,6 +8,7 @@
  * crosses into an unmapped page, so strings are read page by page.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -17,11 +18,15 @@
 
 static size_t page_size(void)
 {
-	static size_t ps; /* const after first use; a benign race writes the same value */
+	/* Notifier threads race to set it, all to the same value. */
+	static _Atomic size_t ps;
+	size_t v = atomic_load_explicit(&ps, memory_order_relaxed);
 
-	if (!ps)
-		ps = (size_t)sysconf(_SC_PAGESIZE);
-	return ps;
+	if (!v) {
+		v = (size_t)sysconf(_SC_PAGESIZE);
+		atomic_store_explicit(&ps, v, memory_order_relaxed);
+	}
+	return v;
 }
 
 int mem_read(pid_t tid, uint64_t addr, void *buf, size_t len)

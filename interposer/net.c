@@ -43,8 +43,8 @@
  * comment above sup_net_dns_fd() for unnamespaced mode.
  *
  * State: struct sup_net (pending connects, the DNS socket) hangs off struct sup_ctx and
- * is used under ctx.lock only: by the notifier thread in handle_net(), by the main loop
- * in sup_net_event() (sup.c takes the lock for both).
+ * is used under ctx.lock only: by a notifier thread in handle_net() (dispatch.c takes the
+ * lock around it), by the main loop in sup_net_event() and sup_net_dns_fd() (sup.c).
  */
 #include <errno.h>
 #include <fcntl.h>

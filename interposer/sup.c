@@ -2,15 +2,14 @@
 /*
  * sup_run(): one sandboxed run from start to exit status.
  *
- * Two threads. The notifier blocks in NOTIF_RECV on the seccomp listener and answers
- * each notification (dispatch_one); blocking there rather than in epoll lets the kernel
- * hand the CPU straight from the trapped thread to us and back (SYNC_WAKE_UP), which is
- * most of a notification's cost on a small VM. The main loop is epoll over the sync
- * socket (listener hand-over, exec and setup failures, the command's status), a
- * signalfd (SIGCHLD and the signals that stop us), a timerfd (--timeout), the pidfd of
- * the sandbox's init, and the sockets net.c waits on (deferred connects, DNS). The two
- * share struct sup_ctx under ctx.lock: the notifier holds it for one dispatch, the main
- * loop for each event that touches the context.
+ * Threads. The notifiers (one per CPU, see struct notifier) block in NOTIF_RECV on the
+ * seccomp listener and each answers the notifications it receives (dispatch_one);
+ * blocking there rather than in epoll lets the kernel hand the CPU straight from the
+ * trapped thread to us and back (SYNC_WAKE_UP), which is most of a notification's cost
+ * on a small VM. The main loop is epoll over the sync socket (listener hand-over, exec
+ * and setup failures, the command's status), a signalfd (SIGCHLD and the signals that
+ * stop us), a timerfd (--timeout), the pidfd of the sandbox's init, and the sockets
+ * net.c waits on (deferred connects, DNS). What they share is listed at struct sup_ctx.
  * Whatever ends the run, teardown is the same: kill the whole tree (pid namespace,
  * cgroup, and a sweep of our own descendants as a subreaper), then account.
  */
@@ -178,6 +177,20 @@ static char **build_env(const struct sup_opts *o, const char *tmpdir)
 
 /* ---- the loop ---- */
 
+/*
+ * Notifier threads, all blocked in NOTIF_RECV on the one listener; each notification
+ * goes to one of them. More than one lets several sandboxed threads or processes be
+ * answered at once; one per CPU, at most MAX_NOTIFIERS (MOAT_NOTIFIERS=N overrides, for
+ * measuring).
+ */
+#define MAX_NOTIFIERS 8
+struct notifier {
+	struct run *R;
+	pthread_t thread;
+	struct seccomp_notif *req;
+	struct tracee_cache tracees;
+};
+
 struct run {
 	struct sup_ctx ctx;
 	struct sup_opts *o;
@@ -202,12 +215,12 @@ struct run {
 	bool sync_wake_up;
 	bool audit_hdr_done;
 	uint64_t start_wall_ns;
-	pthread_t notifier;
-	bool have_notifier;
+	struct notifier notifiers[MAX_NOTIFIERS];
+	unsigned n_notifiers;           /* started */
 	atomic_bool notifier_stop;
-	sem_t listener_ready;           /* posted when ctx.listener is set (or to stop) */
+	sem_t listener_ready;           /* posted per notifier when ctx.listener is set (or to stop) */
+	size_t req_size;                /* the kernel's struct seccomp_notif */
 	uint64_t t_start, t_end;
-	struct seccomp_notif *req;
 	char *not_enforced[8];
 	size_t n_not_enforced;
 };
@@ -225,7 +238,8 @@ static void on_wake(int sig)
 
 static void *notifier_main(void *arg)
 {
-	struct run *R = arg;
+	struct notifier *nt = arg;
+	struct run *R = nt->R;
 	sigset_t wake;
 
 	sigemptyset(&wake);
@@ -234,7 +248,7 @@ static void *notifier_main(void *arg)
 	while (sem_wait(&R->listener_ready) < 0)
 		;
 	while (!atomic_load(&R->notifier_stop)) {
-		int r = notify_recv(R->ctx.listener, R->req);
+		int r = notify_recv(R->ctx.listener, nt->req);
 
 		if (r == -EINTR || r == -ENOENT)
 			continue; /* woken to stop, or the caller went away before we read it */
@@ -242,57 +256,80 @@ static void *notifier_main(void *arg)
 			log_error("notification receive failed: %s", strerror(-r));
 			break;
 		}
-		pthread_mutex_lock(&R->ctx.lock);
-		dispatch_one(&R->ctx, R->req);
-		pthread_mutex_unlock(&R->ctx.lock);
+		dispatch_one(&R->ctx, nt->req, &nt->tracees);
 	}
 	return NULL;
 }
 
+static unsigned notifier_count(void)
+{
+	const char *e = getenv("MOAT_NOTIFIERS");
+	long n = e ? strtol(e, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+
+	return (unsigned)MAX(1, MIN(n, MAX_NOTIFIERS));
+}
+
 /* Started once the keeper is forked (spawn.c relies on forking a single-threaded
- * process) and told to go, so that its cost overlaps the sandbox's own start-up; it
- * waits for the listener (take_listener()). */
+ * process) and told to go, so that their cost overlaps the sandbox's own start-up; they
+ * wait for the listener (take_listener()). */
 static int notifier_start(struct run *R)
 {
 	struct sigaction sa = { .sa_handler = on_wake }; /* no SA_RESTART */
+	unsigned want = notifier_count();
 	sigset_t all, old;
-	int r;
+	int r = 0;
 
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGUSR2, &sa, NULL);
 	sem_init(&R->listener_ready, 0, 0);
-	/* The thread starts with every signal blocked and unblocks only SIGUSR2: the
+	/* The threads start with every signal blocked and unblock only SIGUSR2: the
 	 * process's signals stay with the main loop's signalfd. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
-	r = -pthread_create(&R->notifier, NULL, notifier_main, R);
+	for (unsigned i = 0; i < want && r == 0; i++) {
+		struct notifier *nt = &R->notifiers[i];
+
+		nt->R = R;
+		nt->req = calloc(1, R->req_size);
+		r = nt->req ? -pthread_create(&nt->thread, NULL, notifier_main, nt) : -ENOMEM;
+		if (r == 0)
+			R->n_notifiers++;
+		else {
+			free(nt->req);
+			nt->req = NULL;
+		}
+	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	R->have_notifier = r == 0;
-	return r;
+	return R->n_notifiers > 0 ? 0 : r;
 }
 
 /* RECV does not return when the last filtered task is gone, and a signal sent just
- * before the thread enters it would be lost: signal until it has left. */
+ * before a thread enters it would be lost: signal each until it has left. */
 static void notifier_stop(struct run *R)
 {
-	if (!R->have_notifier)
-		return;
 	atomic_store(&R->notifier_stop, true);
-	sem_post(&R->listener_ready); /* if the listener never came */
-	for (;;) {
-		struct timespec ts;
+	for (unsigned i = 0; i < R->n_notifiers; i++)
+		sem_post(&R->listener_ready); /* for those still waiting for a listener */
+	for (unsigned i = 0; i < R->n_notifiers; i++) {
+		struct notifier *nt = &R->notifiers[i];
 
-		pthread_kill(R->notifier, SIGUSR2);
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 2000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
+		for (;;) {
+			struct timespec ts;
+
+			pthread_kill(nt->thread, SIGUSR2);
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 2000000;
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			if (pthread_timedjoin_np(nt->thread, NULL, &ts) == 0)
+				break;
 		}
-		if (pthread_timedjoin_np(R->notifier, NULL, &ts) == 0)
-			break;
+		tracee_cache_free(&nt->tracees);
+		free(nt->req);
 	}
-	R->have_notifier = false;
+	R->n_notifiers = 0;
 }
 
 static int ep_add(int epfd, int fd)
@@ -324,7 +361,8 @@ static void take_listener(struct run *R, pid_t from, int remote_fd)
 	/* Linux 6.6: wake the tracee on the CPU that answered it; absent is only slower. */
 	R->sync_wake_up = notify_set_sync_wake_up(fd) >= 0;
 	audit_header(R);
-	sem_post(&R->listener_ready);
+	for (unsigned i = 0; i < R->n_notifiers; i++)
+		sem_post(&R->listener_ready);
 }
 
 /* Namespaced: resolve through the sandbox's own root from now on (vfs_rebase()). The
@@ -896,9 +934,7 @@ int sup_run(struct sup_opts *o)
 		return MOAT_EXIT_FAILURE;
 	if (notify_sizes(&sizes) < 0 || sizes.seccomp_notif < sizeof(struct seccomp_notif))
 		sizes.seccomp_notif = sizeof(struct seccomp_notif);
-	R->req = calloc(1, sizes.seccomp_notif);
-	if (!R->req)
-		return MOAT_EXIT_FAILURE;
+	R->req_size = sizes.seccomp_notif;
 
 	/* Orphans of the run are re-parented to us, so nothing escapes the final sweep. */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -1045,7 +1081,6 @@ int sup_run(struct sup_opts *o)
 		cg_destroy(&R->cg);
 	safe_close(R->ctx.listener);
 	sup_net_free(&R->ctx);
-	dispatch_free(&R->ctx);
-	free(R->req);
+
 	return status;
 }
