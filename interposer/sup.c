@@ -19,6 +19,7 @@
 #include <jansson.h>
 #include <linux/filter.h>
 #include <linux/landlock.h>
+#include <poll.h>
 #include <pthread.h>
 #include <pwd.h>
 #include <sched.h>
@@ -239,6 +240,14 @@ static void on_wake(int sig)
 	(void)sig;
 }
 
+/* No task uses the filter any more (and none can again: a filter is only inherited). */
+static bool listener_orphaned(int listener)
+{
+	struct pollfd p = { .fd = listener, .events = POLLIN };
+
+	return poll(&p, 1, 0) == 1 && (p.revents & POLLHUP) && !(p.revents & POLLIN);
+}
+
 static void *notifier_main(void *arg)
 {
 	struct notifier *nt = arg;
@@ -253,6 +262,17 @@ static void *notifier_main(void *arg)
 	while (!atomic_load(&R->notifier_stop)) {
 		int r = notify_recv(R->ctx.listener, nt->req);
 
+		if (r == -ENOENT && listener_orphaned(R->ctx.listener)) {
+			/* Every filtered task is gone, and RECV now fails at once: wait for
+			 * notifier_stop()'s signal instead of spinning through teardown. */
+			sigset_t only_wake;
+
+			sigfillset(&only_wake);
+			sigdelset(&only_wake, SIGUSR2);
+			while (!atomic_load(&R->notifier_stop))
+				sigsuspend(&only_wake);
+			break;
+		}
 		if (r == -EINTR || r == -ENOENT)
 			continue; /* woken to stop, or the caller went away before we read it */
 		if (r < 0) {
