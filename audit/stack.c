@@ -29,12 +29,14 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <libunwind-ptrace.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -49,6 +51,8 @@
 struct mapping {
 	uint64_t start, end, off;
 	bool exec;
+	dev_t dev;              /* of the mapped file, from maps */
+	ino_t ino;              /* 0 for anonymous mappings */
 	char *path;             /* NULL for anonymous mappings */
 };
 
@@ -99,12 +103,16 @@ static int maps_read(pid_t pid, struct maps *m)
 		return -errno;
 	while (fgets(line, sizeof(line), f)) {
 		struct mapping mp = { 0 };
+		unsigned maj = 0, min = 0;
+		unsigned long ino = 0;
 		char perms[8];
 		int pos = 0;
 
-		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*s %n", &mp.start,
-			   &mp.end, perms, &mp.off, &pos) < 4)
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %lu %n", &mp.start,
+			   &mp.end, perms, &mp.off, &maj, &min, &ino, &pos) < 7)
 			continue;
+		mp.dev = makedev(maj, min);
+		mp.ino = (ino_t)ino;
 		mp.exec = perms[2] == 'x';
 		line[strcspn(line, "\n")] = '\0';
 		if (pos > 0 && line[pos] == '/')
@@ -193,18 +201,46 @@ static void elf_symbol(const uint8_t *p, size_t size, const Elf64_Ehdr *eh, stru
 	}
 }
 
-static int elf_lookup(pid_t pid, const struct mapping *mp, uint64_t addr, bool want_sym,
-		      struct elf_info *ei)
-{
-	_cleanup_close_ int fd = -1;
-	const Elf64_Ehdr *eh;
-	const Elf64_Phdr *ph;
-	struct stat st;
-	char path[4200];
+/*
+ * Mapped ELF files, kept between captures: a capture looks up ~45 candidate frames in a
+ * handful of modules, and opening and mapping the module again for each frame was most
+ * of its 4-7 ms. Keyed by the device and inode /proc/<pid>/maps gives (and checked
+ * against fstat when first mapped); a file replaced under the same name is another
+ * inode, one rewritten in place is seen through the shared page cache. Bounded, least
+ * recently used first out; one lock, held for a whole lookup (captures are rare and the
+ * notifier threads may capture at once).
+ */
+#define ELF_CACHE 16
+static struct elf_file {
+	dev_t dev;
+	ino_t ino;              /* 0: empty */
 	uint8_t *p;
+	size_t size;
+	uint64_t used;
+} elf_cache[ELF_CACHE];
+static uint64_t elf_clock;
+static pthread_mutex_t elf_lock = PTHREAD_MUTEX_INITIALIZER;
 
-	memset(ei, 0, sizeof(*ei));
-	ei->vaddr = addr - mp->start + mp->off;
+/* The module behind mp, mapped: from the cache, or opened, mapped and cached. Called
+ * with elf_lock held; the mapping stays valid until the lock is released. */
+static const struct elf_file *elf_get(pid_t pid, const struct mapping *mp)
+{
+	struct elf_file *slot = &elf_cache[0];
+	_cleanup_close_ int fd = -1;
+	char path[4200];
+	struct stat st;
+	void *p;
+
+	for (size_t i = 0; i < ELF_CACHE; i++) {
+		struct elf_file *e = &elf_cache[i];
+
+		if (mp->ino && e->ino == mp->ino && e->dev == mp->dev) {
+			e->used = ++elf_clock;
+			return e;
+		}
+		if (e->used < slot->used)
+			slot = e;
+	}
 	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, mp->start,
 		 mp->end);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -213,14 +249,43 @@ static int elf_lookup(pid_t pid, const struct mapping *mp, uint64_t addr, bool w
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 	}
 	if (fd < 0 || fstat(fd, &st) < 0 || (size_t)st.st_size < sizeof(Elf64_Ehdr))
-		return -ENOENT;
+		return NULL;
+	if (!mp->ino || st.st_ino != mp->ino || st.st_dev != mp->dev)
+		return NULL; /* not the file the maps line names (raced, or another fs view) */
 	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 	if (p == MAP_FAILED)
-		return -errno;
+		return NULL;
+	if (slot->ino)
+		munmap(slot->p, slot->size);
+	*slot = (struct elf_file){ .dev = st.st_dev, .ino = st.st_ino, .p = p,
+				   .size = (size_t)st.st_size, .used = ++elf_clock };
+	return slot;
+}
+
+static int elf_lookup(pid_t pid, const struct mapping *mp, uint64_t addr, bool want_sym,
+		      struct elf_info *ei)
+{
+	const struct elf_file *ef;
+	const Elf64_Ehdr *eh;
+	const Elf64_Phdr *ph;
+	const uint8_t *p;
+	size_t size;
+	int r = 0;
+
+	memset(ei, 0, sizeof(*ei));
+	ei->vaddr = addr - mp->start + mp->off;
+	pthread_mutex_lock(&elf_lock);
+	ef = elf_get(pid, mp);
+	if (!ef) {
+		r = -ENOENT;
+		goto out;
+	}
+	p = ef->p;
+	size = ef->size;
 	eh = (const Elf64_Ehdr *)p;
 	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
 	    eh->e_phentsize != sizeof(Elf64_Phdr) ||
-	    !in_file((size_t)st.st_size, eh->e_phoff, (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr)))
+	    !in_file(size, eh->e_phoff, (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr)))
 		goto out;
 	ph = (const Elf64_Phdr *)(p + eh->e_phoff);
 	for (unsigned i = 0; i < eh->e_phnum; i++) {
@@ -234,7 +299,7 @@ static int elf_lookup(pid_t pid, const struct mapping *mp, uint64_t addr, bool w
 	for (unsigned i = 0; i < eh->e_phnum && !ei->build_id[0]; i++) {
 		uint64_t off = ph[i].p_offset, end = ph[i].p_offset + ph[i].p_filesz;
 
-		if (ph[i].p_type != PT_NOTE || !in_file((size_t)st.st_size, off, ph[i].p_filesz))
+		if (ph[i].p_type != PT_NOTE || !in_file(size, off, ph[i].p_filesz))
 			continue;
 		while (off + sizeof(Elf64_Nhdr) <= end) {
 			const Elf64_Nhdr *nh = (const Elf64_Nhdr *)(p + off);
@@ -251,10 +316,10 @@ static int elf_lookup(pid_t pid, const struct mapping *mp, uint64_t addr, bool w
 		}
 	}
 	if (want_sym)
-		elf_symbol(p, (size_t)st.st_size, eh, ei);
+		elf_symbol(p, size, eh, ei);
 out:
-	munmap(p, (size_t)st.st_size);
-	return 0;
+	pthread_mutex_unlock(&elf_lock);
+	return r;
 }
 
 static void fill_frame(pid_t pid, const struct maps *m, uint64_t ip, const char *sym,
