@@ -221,9 +221,12 @@ static struct elf_file {
 static uint64_t elf_clock;
 static pthread_mutex_t elf_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* The module behind mp, mapped: from the cache, or opened, mapped and cached. Called
- * with elf_lock held; the mapping stays valid until the lock is released. */
-static const struct elf_file *elf_get(pid_t pid, const struct mapping *mp)
+/* The module behind mp, mapped, into *ret: from the cache, or opened, mapped and cached.
+ * A file that is not the one the maps line names (the fs reports other numbers, or it
+ * was replaced meanwhile) is mapped for this lookup only: ret->ino is 0 and the caller
+ * unmaps it. Called with elf_lock held; a cached mapping stays valid until the lock is
+ * released. */
+static int elf_get(pid_t pid, const struct mapping *mp, struct elf_file *ret)
 {
 	struct elf_file *slot = &elf_cache[0];
 	_cleanup_close_ int fd = -1;
@@ -236,7 +239,8 @@ static const struct elf_file *elf_get(pid_t pid, const struct mapping *mp)
 
 		if (mp->ino && e->ino == mp->ino && e->dev == mp->dev) {
 			e->used = ++elf_clock;
-			return e;
+			*ret = *e;
+			return 0;
 		}
 		if (e->used < slot->used)
 			slot = e;
@@ -249,39 +253,41 @@ static const struct elf_file *elf_get(pid_t pid, const struct mapping *mp)
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 	}
 	if (fd < 0 || fstat(fd, &st) < 0 || (size_t)st.st_size < sizeof(Elf64_Ehdr))
-		return NULL;
-	if (!mp->ino || st.st_ino != mp->ino || st.st_dev != mp->dev)
-		return NULL; /* not the file the maps line names (raced, or another fs view) */
+		return -ENOENT;
 	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 	if (p == MAP_FAILED)
-		return NULL;
+		return -errno;
+	*ret = (struct elf_file){ .p = p, .size = (size_t)st.st_size };
+	if (!mp->ino || st.st_ino != mp->ino || st.st_dev != mp->dev)
+		return 0; /* not cacheable under the maps line's numbers */
 	if (slot->ino)
 		munmap(slot->p, slot->size);
 	*slot = (struct elf_file){ .dev = st.st_dev, .ino = st.st_ino, .p = p,
 				   .size = (size_t)st.st_size, .used = ++elf_clock };
-	return slot;
+	*ret = *slot;
+	return 0;
 }
 
 static int elf_lookup(pid_t pid, const struct mapping *mp, uint64_t addr, bool want_sym,
 		      struct elf_info *ei)
 {
-	const struct elf_file *ef;
+	struct elf_file ef;
 	const Elf64_Ehdr *eh;
 	const Elf64_Phdr *ph;
 	const uint8_t *p;
 	size_t size;
-	int r = 0;
+	int r;
 
 	memset(ei, 0, sizeof(*ei));
 	ei->vaddr = addr - mp->start + mp->off;
 	pthread_mutex_lock(&elf_lock);
-	ef = elf_get(pid, mp);
-	if (!ef) {
-		r = -ENOENT;
-		goto out;
+	r = elf_get(pid, mp, &ef);
+	if (r < 0) {
+		pthread_mutex_unlock(&elf_lock);
+		return r;
 	}
-	p = ef->p;
-	size = ef->size;
+	p = ef.p;
+	size = ef.size;
 	eh = (const Elf64_Ehdr *)p;
 	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
 	    eh->e_phentsize != sizeof(Elf64_Phdr) ||
@@ -318,8 +324,10 @@ static int elf_lookup(pid_t pid, const struct mapping *mp, uint64_t addr, bool w
 	if (want_sym)
 		elf_symbol(p, size, eh, ei);
 out:
+	if (!ef.ino)
+		munmap(ef.p, ef.size);
 	pthread_mutex_unlock(&elf_lock);
-	return r;
+	return 0;
 }
 
 static void fill_frame(pid_t pid, const struct maps *m, uint64_t ip, const char *sym,
