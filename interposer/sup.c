@@ -441,9 +441,11 @@ static void on_sync(struct run *R)
 		break;
 	case SYNC_DNS:
 		/* The keeper's DNS socket inside the sandbox's network namespace. */
-		if (cred.pid == R->keeper && passed >= 0)
+		if (cred.pid == R->keeper && passed >= 0) {
+			pthread_mutex_lock(&R->ctx.lock); /* net.c's state: see struct sup_ctx */
 			sup_net_dns_fd(&R->ctx, TAKE_FD(passed));
-		else if (cred.pid == R->keeper)
+			pthread_mutex_unlock(&R->ctx.lock);
+		} else if (cred.pid == R->keeper)
 			log_warning("the sandbox has no DNS: %s", strerror(m.value));
 		break;
 	case SYNC_STATUS:
@@ -451,6 +453,8 @@ static void on_sync(struct run *R)
 		R->cmd_status = m.value;
 		break;
 	case SYNC_MOUNTS_READY:
+		/* No notifier is working yet: the keeper sends this before it forks the
+		 * command, whose listener arrives after it on this socket. */
 		rebase_vfs(R, cred.pid, passed);
 		break;
 	default:
@@ -505,11 +509,8 @@ static int loop(struct run *R)
 		for (int i = 0; i < n; i++) {
 			int fd = evs[i].data.fd;
 
-			if (fd == R->syncfd) {
-				pthread_mutex_lock(&R->ctx.lock);
+			if (fd == R->syncfd)
 				on_sync(R);
-				pthread_mutex_unlock(&R->ctx.lock);
-			}
 			else if (fd == R->sigfd)
 				on_signal(R);
 			else if (fd == R->pidfd)
@@ -531,9 +532,7 @@ static int loop(struct run *R)
 		ssize_t k = recv(R->syncfd, &m, sizeof(m), MSG_DONTWAIT | MSG_PEEK);
 		if (k != sizeof(m))
 			break;
-		pthread_mutex_lock(&R->ctx.lock);
 		on_sync(R);
-		pthread_mutex_unlock(&R->ctx.lock);
 	}
 	return 0;
 }
