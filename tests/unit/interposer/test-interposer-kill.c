@@ -20,27 +20,9 @@
 #include <cmocka.h>
 
 #include "cgroup.h"
+#include "pipe-io.h"
 
 int moat_log_level = 3;
-
-static void write_all(int fd, const void *p, size_t n)
-{
-	if (write(fd, p, n) != (ssize_t)n)
-		_exit(99);
-}
-
-static void read_all(int fd, void *p, size_t n)
-{
-	size_t got = 0;
-
-	while (got < n) {
-		ssize_t k = read(fd, (char *)p + got, n - got);
-		if (k < 0 && errno == EINTR)
-			continue;
-		assert_true(k > 0);
-		got += (size_t)k;
-	}
-}
 
 static void sleep_forever(void)
 {
