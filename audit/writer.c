@@ -28,6 +28,7 @@
 
 #include "audit-internal.h"
 #include "cleanup.h"
+#include "hash.h"
 
 #define DEFAULT_BUFFER_BYTES ((size_t)4 << 20)
 #define DEFAULT_FRAME_BYTES ((size_t)256 << 10)
@@ -300,7 +301,7 @@ static void encode_ftr(msgpack_packer *pk, const struct audit_writer *w, uint64_
 
 static void count_total(struct audit_writer *w, const char *name, enum audit_decision d)
 {
-	uint32_t h = 2166136261u;
+	uint32_t h;
 	size_t len;
 
 	if ((unsigned)d >= _AUDIT_DECISION_MAX)
@@ -312,8 +313,7 @@ static void count_total(struct audit_writer *w, const char *name, enum audit_dec
 		w->totals_other[d]++;
 		return;
 	}
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ (uint8_t)name[i]) * 16777619u;
+	h = fnv1a(name, len);
 	/* Open addressing; a full table (more distinct names than syscalls exist) spills
 	 * into "(other)" rather than allocating on the hot path. */
 	for (size_t probe = 0; probe < TOTAL_SLOTS; probe++) {

@@ -16,22 +16,96 @@
 #include <sodium.h>
 
 #include "cleanup.h"
+#include "hash.h"
 #include "macros.h"
 #include "vfs-internal.h"
 
+/*
+ * The change set is indexed by vpath (chained hash, indices into v->changes): a run that
+ * creates 100 000 files must not compare each new name with every earlier one. Without
+ * the index (its allocation failed), find() scans, which is slower but as correct.
+ */
+#define NO_CHANGE SIZE_MAX
+
+static size_t *bucket_of(struct vfs *v, const char *vpath)
+{
+	return &v->change_buckets[fnv1a(vpath, strlen(vpath)) & (v->n_change_buckets - 1)];
+}
+
+static void index_link(struct vfs *v, size_t i)
+{
+	size_t *b;
+
+	if (!v->n_change_buckets)
+		return;
+	b = bucket_of(v, v->changes[i].vpath);
+	v->changes[i].next = *b;
+	*b = i;
+}
+
+static void index_unlink(struct vfs *v, size_t i)
+{
+	size_t *p;
+
+	if (!v->n_change_buckets)
+		return;
+	for (p = bucket_of(v, v->changes[i].vpath); *p != NO_CHANGE; p = &v->changes[*p].next)
+		if (*p == i) {
+			*p = v->changes[i].next;
+			return;
+		}
+}
+
+/* Chains anew, into at least twice as many buckets as the array holds entries. */
+static void index_rebuild(struct vfs *v)
+{
+	size_t want = 128;
+
+	while (want < 2 * v->cap_changes)
+		want *= 2;
+	if (want != v->n_change_buckets) {
+		size_t *b = malloc(want * sizeof(*b));
+
+		if (b) {
+			free(v->change_buckets);
+			v->change_buckets = b;
+			v->n_change_buckets = want;
+		}
+	}
+	for (size_t i = 0; i < v->n_change_buckets; i++)
+		v->change_buckets[i] = NO_CHANGE;
+	for (size_t i = 0; i < v->n_changes; i++)
+		index_link(v, i);
+}
+
 static struct vfs__change *find(struct vfs *v, const char *vpath)
 {
-	for (size_t i = 0; i < v->n_changes; i++)
+	if (!v->n_change_buckets) {
+		for (size_t i = 0; i < v->n_changes; i++)
+			if (streq(v->changes[i].vpath, vpath))
+				return &v->changes[i];
+		return NULL;
+	}
+	for (size_t i = *bucket_of(v, vpath); i != NO_CHANGE; i = v->changes[i].next)
 		if (streq(v->changes[i].vpath, vpath))
 			return &v->changes[i];
 	return NULL;
 }
 
+/* Removes ch; the last entry takes its place. */
 static void drop(struct vfs *v, struct vfs__change *ch)
 {
+	size_t i = (size_t)(ch - v->changes), last = v->n_changes - 1;
+
+	index_unlink(v, i);
 	free(ch->vpath);
 	free(ch->old_vpath);
-	*ch = v->changes[--v->n_changes];
+	if (i != last) {
+		index_unlink(v, last);
+		*ch = v->changes[last];
+		index_link(v, i);
+	}
+	v->n_changes--;
 }
 
 static struct vfs__change *append(struct vfs *v, enum vfs_change_kind kind, const char *vpath)
@@ -46,6 +120,7 @@ static struct vfs__change *append(struct vfs *v, enum vfs_change_kind kind, cons
 			return NULL;
 		v->changes = n;
 		v->cap_changes = cap;
+		index_rebuild(v);
 	}
 	ch = &v->changes[v->n_changes];
 	ch->kind = kind;
@@ -53,6 +128,7 @@ static struct vfs__change *append(struct vfs *v, enum vfs_change_kind kind, cons
 	ch->vpath = strdup(vpath);
 	if (!ch->vpath)
 		return NULL;
+	index_link(v, v->n_changes);
 	v->n_changes++;
 	return ch;
 }
@@ -70,8 +146,10 @@ static void move_children(struct vfs *v, const char *old_dir, const char *new_di
 			continue;
 		if (asprintf(&n, "%s%s", new_dir, ch->vpath + lo) < 0)
 			continue;
+		index_unlink(v, i);
 		free(ch->vpath);
 		ch->vpath = n;
+		index_link(v, i);
 	}
 }
 
@@ -158,8 +236,10 @@ void vfs__changes_done(struct vfs *v)
 		free(v->changes[i].old_vpath);
 	}
 	free(v->changes);
+	free(v->change_buckets);
 	v->changes = NULL;
-	v->n_changes = v->cap_changes = 0;
+	v->change_buckets = NULL;
+	v->n_changes = v->cap_changes = v->n_change_buckets = 0;
 }
 
 static int cmp_change(const void *a, const void *b)
@@ -198,6 +278,7 @@ _public_ int vfs_changes_foreach(struct vfs *v, int (*fn)(const struct vfs_chang
 	pthread_mutex_lock(&v->lock);
 	if (v->n_changes) /* qsort's array may not be NULL, even for zero elements */
 		qsort(v->changes, v->n_changes, sizeof(*v->changes), cmp_change);
+	index_rebuild(v); /* the sort moved every entry */
 	for (size_t i = 0; i < v->n_changes && r == 0; i++) {
 		const struct vfs__change *c = &v->changes[i];
 		struct vfs_change out = {

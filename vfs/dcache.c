@@ -38,6 +38,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "hash.h"
 #include "macros.h"
 #include "vfs-internal.h"
 
@@ -65,15 +66,6 @@ struct vfs__dcache {
 	unsigned hand;
 	unsigned long hits, misses, stale;
 };
-
-static uint32_t hash_path(const char *s, size_t n)
-{
-	uint32_t h = 2166136261u; /* FNV-1a */
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)s[i]) * 16777619u;
-	return h;
-}
 
 int vfs__dcache_new(struct vfs__dcache **ret)
 {
@@ -139,7 +131,7 @@ struct vfs__dcache *vfs__dcache_free(struct vfs__dcache *dc)
 
 struct vfs__dent *vfs__dcache_get(struct vfs__dcache *dc, const char *vpath, size_t vlen)
 {
-	uint32_t h = hash_path(vpath, vlen);
+	uint32_t h = fnv1a(vpath, vlen);
 	struct vfs__dent *e;
 
 	pthread_mutex_lock(&dc->lock);
@@ -170,7 +162,7 @@ bool vfs__dent_same(const struct vfs__dent *e, const struct stat *st)
 struct vfs__dent *vfs__dcache_put(struct vfs__dcache *dc, const char *vpath, size_t vlen,
                                   int fd, const struct stat *st)
 {
-	uint32_t h = hash_path(vpath, vlen);
+	uint32_t h = fnv1a(vpath, vlen);
 	struct vfs__dent *e, *old, *victim = NULL;
 
 	e = malloc(sizeof(*e) + vlen + 1);

@@ -54,6 +54,7 @@ struct vfs__change {
 	enum vfs_change_kind kind;
 	char *vpath;
 	char *old_vpath;
+	size_t next;               /* next index in vpath's hash chain, or NO_CHANGE */
 };
 
 struct vfs {
@@ -94,6 +95,8 @@ struct vfs {
 	pthread_mutex_t lock;      /* guards changes */
 	struct vfs__change *changes;
 	size_t n_changes, cap_changes;
+	size_t *change_buckets;    /* vpath hash -> first index of its chain (changes.c) */
+	size_t n_change_buckets;   /* a power of two, or 0: no index, find() scans */
 };
 
 /* table.c */

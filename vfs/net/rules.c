@@ -14,6 +14,7 @@
 #include <strings.h>
 
 #include "cleanup.h"
+#include "hash.h"
 #include "macros.h"
 #include "net-internal.h"
 
@@ -485,11 +486,7 @@ _public_ int net_finalize(struct net *n, char *errbuf, size_t errlen)
  * fill through names the policy allows. */
 uint32_t net__pin_bucket(const struct net_ip *ip)
 {
-	uint32_t h = 2166136261u;
-
-	for (unsigned i = 0; i < net__ip_bits(ip) / 8; i++)
-		h = (h ^ ip->bytes[i]) * 16777619u;
-	return h & (NET_PIN_BUCKETS - 1);
+	return fnv1a(ip->bytes, net__ip_bits(ip) / 8) & (NET_PIN_BUCKETS - 1);
 }
 
 _public_ int net_pin(struct net *n, const char *name, const struct net_ip *ips, size_t count)

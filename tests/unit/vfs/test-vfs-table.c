@@ -647,6 +647,73 @@ static void test_changes(void **state)
 	vfs_free(v);
 }
 
+/* Every change of a run with thousands of them, through deletions that move entries, a
+ * renamed directory that renames its children, and notes taken after a report sorted
+ * the set: each path is reported once, with the right kind. */
+struct tally {
+	int n, created, other;
+	bool f0, x5, odd;
+};
+
+static int count_change(const struct vfs_change *ch, void *ud)
+{
+	struct tally *t = ud;
+	int i;
+
+	t->n++;
+	if (ch->kind == VFS_CHANGE_CREATED)
+		t->created++;
+	else
+		t->other++;
+	t->f0 |= streq(ch->vpath, "/ws/many/f0");
+	t->x5 |= streq(ch->vpath, "/ws/many/e/x5");
+	if (sscanf(ch->vpath, "/ws/many/f%d", &i) == 1 && i % 2)
+		t->odd = true;
+	return 0;
+}
+
+static void test_changes_many(void **state)
+{
+	struct vfs *v = ws_vfs();
+	struct vfs_caller c = { .pid = getpid(), .tgid = getpid(), .base = "/ws/many" };
+	struct tally t = { 0 };
+	char name[32];
+
+	(void)state;
+	assert_int_equal(mkdir(tp("ws/many"), 0755), 0);
+	for (int i = 0; i < 3000; i++) {
+		snprintf(name, sizeof(name), "f%d", i);
+		write_via(v, &c, name, "x", O_CREAT | O_EXCL);
+	}
+	for (int i = 1; i < 3000; i += 2) {
+		snprintf(name, sizeof(name), "f%d", i);
+		assert_int_equal(vfs_unlink(v, &c, name, 0, NULL), 0);
+	}
+	assert_int_equal(vfs_mkdir(v, &c, "d", 0755, NULL), 0);
+	for (int i = 0; i < 100; i++) {
+		snprintf(name, sizeof(name), "d/x%d", i);
+		write_via(v, &c, name, "y", O_CREAT | O_EXCL);
+	}
+	assert_int_equal(vfs_rename(v, &c, "d", &c, "e", 0, NULL), 0);
+	assert_int_equal(vfs_unlink(v, &c, "e/x7", 0, NULL), 0);
+	write_via(v, &c, "f0", "z", O_TRUNC); /* still "created" */
+
+	assert_int_equal(vfs_changes_foreach(v, count_change, &t), 0);
+	/* 1500 even files, e, and 99 of its children, all new */
+	assert_int_equal(t.n, 1600);
+	assert_int_equal(t.created, 1600);
+	assert_true(t.f0 && t.x5 && !t.odd);
+
+	/* the report sorted the set: later notes still find their entries */
+	assert_int_equal(vfs_unlink(v, &c, "f0", 0, NULL), 0);
+	assert_int_equal(vfs_unlink(v, &c, "e/x5", 0, NULL), 0);
+	t = (struct tally){ 0 };
+	assert_int_equal(vfs_changes_foreach(v, count_change, &t), 0);
+	assert_int_equal(t.n, 1598);
+	assert_true(!t.f0 && !t.x5 && t.other == 0);
+	vfs_free(v);
+}
+
 /* --- JSON and mount list ------------------------------------------------------------------------ */
 
 static char *dump(struct vfs *v)
@@ -723,6 +790,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_entry_ops, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dirents, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_changes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_changes_many, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_json, setup, teardown),
 	};
 

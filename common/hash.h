@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * FNV-1a, for the in-memory tables keyed by names the sandbox chooses (directory cache,
+ * change set, DNS pins, audit totals). Not collision resistant: every such table is
+ * bounded or chained, so a crafted collision costs the sandbox time, never a wrong answer.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define FNV1A_INIT 2166136261u
+
+static inline uint32_t fnv1a_add(uint32_t h, const void *p, size_t n)
+{
+	const unsigned char *s = p;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ s[i]) * 16777619u;
+	return h;
+}
+
+static inline uint32_t fnv1a(const void *p, size_t n)
+{
+	return fnv1a_add(FNV1A_INIT, p, n);
+}
