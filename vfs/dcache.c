@@ -10,8 +10,8 @@
  *
  * - Only directories of read-only bind mappings are cached, never anything under a
  *   writable mapping (the sandbox renames directories there all the time), never /proc
- *   (pids come and go and the walker renames pids on the way), never a mapping root (the
- *   table pins those itself) and never an implicit directory.
+ *   (pids come and go and the walker renames pids on the way), and never a mapping root
+ *   or an implicit directory (the table pins those itself, see pin_implicit()).
  * - A hit is revalidated before use: the walker looks the name up once in the parent it
  *   holds in this very walk (fstatat(parent, name, AT_SYMLINK_NOFOLLOW), one syscall) and
  *   uses the cached fd only when that name still is the same device and inode. The

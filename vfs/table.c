@@ -217,12 +217,25 @@ const struct vfs__rule *vfs__mount_covering(const struct vfs *v, const char *vpa
 	return best;
 }
 
-bool vfs__is_implicit(const struct vfs *v, const char *vpath)
+static ssize_t implicit_index(const struct vfs *v, const char *vpath)
 {
 	for (size_t i = 0; i < v->n_implicit; i++)
 		if (streq(v->implicit[i], vpath))
-			return true;
-	return false;
+			return (ssize_t)i;
+	return -1;
+}
+
+bool vfs__is_implicit(const struct vfs *v, const char *vpath)
+{
+	return implicit_index(v, vpath) >= 0;
+}
+
+/* The pinned fd of an implicit directory, or -1 (not implicit, or not pinned). */
+int vfs__implicit_fd(const struct vfs *v, const char *vpath)
+{
+	ssize_t i = implicit_index(v, vpath);
+
+	return i >= 0 && v->implicit_fd ? v->implicit_fd[i] : -1;
 }
 
 /* The latest hide/deny rule whose glob matches vpath itself. */
@@ -406,9 +419,13 @@ _public_ struct vfs *vfs_free(struct vfs *v)
 	free(v->rules);
 	free(v->mounts);
 	free(v->globs);
-	for (size_t i = 0; i < v->n_implicit; i++)
+	for (size_t i = 0; i < v->n_implicit; i++) {
 		free(v->implicit[i]);
+		if (v->implicit_fd && v->implicit_fd[i] >= 0)
+			close(v->implicit_fd[i]);
+	}
 	free(v->implicit);
+	free(v->implicit_fd);
 	if (v->root_fd >= 0 && !v->root_mount)
 		close(v->root_fd);
 	if (v->host_root_fd >= 0 && !v->root_mount)
@@ -1298,6 +1315,48 @@ fail:
 	return NULL;
 }
 
+/*
+ * Implicit directories only lead to mappings, and nothing the sandbox does can change
+ * them: namespaced they are moat's own skeleton, unnamespaced the host's directories
+ * above the mappings, which the view pins like the mappings' roots. The walker takes
+ * their fds from here instead of opening and closing each one on every call. Each is
+ * opened in its pinned parent without following anything; one that does not open so (a
+ * symlink on the host, say) stays -1 and is looked up on every walk, as any other name.
+ */
+static int pin_implicit(struct vfs *v)
+{
+	if (!v->n_implicit)
+		return 0;
+	if (!v->implicit_fd) {
+		v->implicit_fd = malloc(v->n_implicit * sizeof(*v->implicit_fd));
+		if (!v->implicit_fd)
+			return -ENOMEM;
+	} else {
+		for (size_t i = 0; i < v->n_implicit; i++)
+			if (v->implicit_fd[i] >= 0)
+				close(v->implicit_fd[i]);
+	}
+	for (size_t i = 0; i < v->n_implicit; i++)
+		v->implicit_fd[i] = -1;
+	/* sorted: a directory's parent (implicit too, or "/") comes before it */
+	for (size_t i = 0; i < v->n_implicit; i++) {
+		const char *p = v->implicit[i], *name = strrchr(p, '/') + 1;
+		char parent[PATH_MAX];
+		int pfd = v->root_fd;
+
+		if (streq(p, "/"))
+			continue;
+		if (name - 1 > p) {
+			snprintf(parent, sizeof(parent), "%.*s", (int)(name - 1 - p), p);
+			pfd = vfs__implicit_fd(v, parent);
+		}
+		if (pfd >= 0)
+			v->implicit_fd[i] = openat(pfd, name,
+			                           O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	}
+	return 0;
+}
+
 /* The types of the fixed fds the walker passes through without an fstat (walk.c), and
  * a directory cache emptied of fds that belong to the other side of a vfs_rebase(). */
 static int refresh_fixed(struct vfs *v)
@@ -1327,7 +1386,7 @@ static int refresh_fixed(struct vfs *v)
 	if (fstat(v->root_fd, &st) < 0)
 		return negative_errno();
 	v->root_type = st.st_mode & S_IFMT;
-	return 0;
+	return pin_implicit(v);
 }
 
 /*

@@ -72,6 +72,7 @@ struct vfs {
 	struct vfs__rule **globs;  /* hide/deny, in seq order */
 	size_t n_globs;
 	char **implicit;           /* unmapped ancestors of mount points, sorted */
+	int *implicit_fd;          /* their O_PATH fds, pinned at vfs_finalize() (or -1) */
 	size_t n_implicit;
 	int root_fd;               /* host fd for "/" (skeleton or host root) */
 	mode_t root_type;          /* S_IFMT of root_fd's object (see vfs__rule.root_type) */
@@ -105,6 +106,7 @@ int vfs__normalize(const char *base, const char *path, char *buf, size_t len);
 const struct vfs__rule *vfs__mount_exact(const struct vfs *v, const char *vpath);
 const struct vfs__rule *vfs__mount_covering(const struct vfs *v, const char *vpath);
 bool vfs__is_implicit(const struct vfs *v, const char *vpath);
+int vfs__implicit_fd(const struct vfs *v, const char *vpath);
 const struct vfs__rule *vfs__glob_latest(const struct vfs *v, const char *vpath);
 bool vfs__rescuable(const struct vfs *v, const struct vfs__rule *block, const char *vpath);
 bool vfs__path_under(const char *path, const char *dir);

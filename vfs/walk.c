@@ -259,6 +259,10 @@ static int walk_step(const struct vfs *v, const struct vfs_caller *c, struct vfs
 			vfs__verdict(verdict, -ENOENT, "unmapped", p);
 			if (!last)
 				return -ENOENT;
+		} else if ((f.fd = vfs__implicit_fd(v, p)) >= 0) {
+			/* pinned at vfs_finalize(), like a mapping root */
+			f.exists = true;
+			f.st.st_mode = S_IFDIR;
 		} else if ((r = lookup(w, name, p, plen, last, false, false, &f)) < 0) {
 			return r;
 		}
