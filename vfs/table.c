@@ -11,8 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -356,6 +358,7 @@ _public_ int vfs_new(const struct vfs_proc_ops *proc, struct vfs **ret)
 		return -ENOMEM;
 	v->root_fd = -1;
 	v->host_root_fd = -1;
+	v->private_lock = v->skeleton_lock = -1;
 	v->proc_self_fd = -1;
 	pthread_mutex_init(&v->lock, NULL);
 	if (proc) {
@@ -438,6 +441,10 @@ _public_ struct vfs *vfs_free(struct vfs *v)
 	if (v->skeleton_dir)
 		rm_rf_at(AT_FDCWD, v->skeleton_dir);
 	free(v->skeleton_dir);
+	if (v->private_lock >= 0)
+		close(v->private_lock);
+	if (v->skeleton_lock >= 0)
+		close(v->skeleton_lock);
 	free(v->skeleton);
 	free(v->tmpdir);
 	free(v->home);
@@ -863,6 +870,62 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/*
+ * A run's private directories (/tmp/moat-vfs-*, /dev/shm/moat-root-*) are removed by
+ * vfs_free(), which a supervisor killed by SIGKILL (the OOM killer, a CI timeout) never
+ * reaches; what its sandbox wrote to /tmp would stay on the host for good. So each
+ * directory is flock()ed for as long as its run lives, through an fd the vfs keeps (and
+ * the keeper inherits), and every vfs_finalize() first removes the directories of its
+ * kind that nobody holds any more. Only directories of our own user are touched, never
+ * through a symlink, and none younger than SWEEP_GRACE_S: its creator may be between
+ * mkdtemp() and flock().
+ */
+#define SWEEP_GRACE_S 10
+
+static int lock_private(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return negative_errno();
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int r = negative_errno();
+
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+static void sweep_stale(const char *parent, const char *prefix)
+{
+	size_t pl = strlen(prefix);
+	DIR *d = opendir(parent);
+	struct dirent *de;
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		struct stat st;
+		int fd;
+
+		/* mkdtemp's names: the prefix and six characters */
+		if (strncmp(de->d_name, prefix, pl) != 0 || strlen(de->d_name) != pl + 6)
+			continue;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+		    time(NULL) - st.st_mtime < SWEEP_GRACE_S)
+			continue;
+		fd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+			rm_rf_at(dirfd(d), de->d_name);
+		close(fd);
+	}
+	closedir(d);
+}
+
 static int private_path(struct vfs *v, const char *prefix, char **ret)
 {
 	if (asprintf(ret, "%s/%s%u", v->private_dir, prefix, v->n_private++) < 0)
@@ -883,11 +946,15 @@ static int skeleton_path(struct vfs *v, char **ret)
 	char tmpl[] = "/dev/shm/moat-root-XXXXXX";
 	struct statfs sf;
 
-	if (statfs("/dev/shm", &sf) == 0 && sf.f_type == TMPFS_MAGIC && mkdtemp(tmpl)) {
-		v->skeleton_dir = strdup(tmpl);
-		if (!v->skeleton_dir || asprintf(ret, "%s/root", tmpl) < 0)
-			return -ENOMEM;
-		return 0;
+	if (statfs("/dev/shm", &sf) == 0 && sf.f_type == TMPFS_MAGIC) {
+		sweep_stale("/dev/shm", "moat-root-");
+		if (mkdtemp(tmpl)) {
+			v->skeleton_dir = strdup(tmpl);
+			if (!v->skeleton_dir || asprintf(ret, "%s/root", tmpl) < 0)
+				return -ENOMEM;
+			v->skeleton_lock = lock_private(tmpl);
+			return v->skeleton_lock < 0 ? v->skeleton_lock : 0;
+		}
 	}
 	return private_path(v, "root", ret);
 }
@@ -1024,12 +1091,17 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 			            "this needs the namespaced mode", a->desc);
 	}
 
+	sweep_stale("/tmp", "moat-vfs-");
 	if (!mkdtemp(tmpl))
 		return fail(errbuf, errlen, "cannot create a private directory: %s",
 		            strerror(errno));
 	v->private_dir = strdup(tmpl);
 	if (!v->private_dir)
 		return -ENOMEM;
+	v->private_lock = lock_private(tmpl);
+	if (v->private_lock < 0)
+		return fail(errbuf, errlen, "cannot lock the private directory %s: %s", tmpl,
+		            strerror(-v->private_lock));
 
 	/* back tmpfs and inline files with host objects the supervisor can reach */
 	for (size_t i = 0; i < v->n_rules; i++) {
@@ -1153,7 +1225,7 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 		/* namespaced: the unmapped tree is a skeleton of empty directories and
 		 * mount points, which the interposer can also use as the sandbox's root */
 		if ((r = skeleton_path(v, &v->skeleton)) < 0)
-			return r;
+			return fail(errbuf, errlen, "skeleton: %s", strerror(-r));
 		if (mkdir(v->skeleton, 0755) < 0)
 			return fail(errbuf, errlen, "skeleton: %s", strerror(errno));
 		for (size_t i = 0; i < v->n_implicit; i++)

@@ -90,6 +90,7 @@ struct vfs {
 	char *private_dir;         /* host dir holding tmpfs backings, skeleton, files */
 	char *skeleton;            /* namespaced: host dir standing for the unmapped tree */
 	char *skeleton_dir;        /* its own private dir when on /dev/shm, else NULL */
+	int private_lock, skeleton_lock; /* flock()ed fds of those two (see lock_private()) */
 	char *tmpdir;              /* what the sandbox should use as TMPDIR */
 	unsigned n_private;
 
