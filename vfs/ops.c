@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -87,6 +88,19 @@ static bool ro_applies(mode_t m)
 	return !(S_ISCHR(m) || S_ISBLK(m) || S_ISFIFO(m) || S_ISSOCK(m));
 }
 
+/* /dev/ptmx (char 5:2) finds its devpts instance as "pts" beside itself, in the same
+ * mount (the kernel's devpts_acquire()). A --bind /dev/ptmx is a mount of that one file,
+ * with no beside: rebased into the sandbox's tree, ptmx would fail with ENOENT. So a mapped
+ * ptmx is opened through the host's own /dev, the fd from before vfs_rebase(); its ptys
+ * are the host devpts's, which a --bind /dev/pts shows the sandbox. */
+static int open_source(const struct vfs__walk *w)
+{
+	if (S_ISCHR(w->st.st_mode) && w->st.st_rdev == makedev(5, 2) && w->mount_root &&
+	    w->mount && w->fd == w->mount->root_fd && w->mount->host_fd >= 0)
+		return w->mount->host_fd;
+	return w->fd;
+}
+
 static int open_once(const struct vfs *v, const struct vfs_caller *c, const char *path,
                      int flags, mode_t mode, uint64_t resolve, struct vfs_verdict *verdict,
                      bool *ret_retry)
@@ -147,7 +161,7 @@ static int open_once(const struct vfs *v, const struct vfs_caller *c, const char
 	if (r < 0)
 		return r;
 	/* an O_PATH fd is what the walk holds already */
-	fd = (flags & O_PATH) ? fcntl(w.fd, F_DUPFD_CLOEXEC, 3) : vfs__reopen(v, w.fd, flags);
+	fd = (flags & O_PATH) ? fcntl(w.fd, F_DUPFD_CLOEXEC, 3) : vfs__reopen(v, open_source(&w), flags);
 	if (fd < 0 && (flags & O_PATH))
 		fd = negative_errno();
 	if (fd < 0)

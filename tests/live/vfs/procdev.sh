@@ -5,7 +5,7 @@
 . "$MOAT_SRC/tests/lib/tap.sh"
 . "$MOAT_SRC/tests/live/vfs/lib.sh"
 
-plan 14
+plan 16
 mkdir "$TMP/cwd"
 sleep 600 &
 HOSTPID=$!
@@ -18,7 +18,7 @@ diag() { echo "--- stdout"; head -c 1500 "$TMP/out"; echo "--- stderr"; head -c 
 
 for mode in namespaced unnamespaced; do
 	if ! have_mode "$mode"; then
-		for i in $(seq 7); do skip "$mode: case $i" "moat cannot start in $mode mode here"; done
+		for i in $(seq 8); do skip "$mode: case $i" "moat cannot start in $mode mode here"; done
 		continue
 	fi
 	run $mode -- sh -c 'ls /proc | grep -E "^[0-9]+$"; echo self=$(readlink /proc/self)'
@@ -67,5 +67,14 @@ for mode in namespaced unnamespaced; do
 	extra=$(grep -vxE 'null|zero|full|random|urandom|tty|fd|stdin|stdout|stderr|ptmx|pts|shm|zero=00000000|null-ok|8' "$TMP/out")
 	[ -z "$extra" ] && grep -qx zero=00000000 "$TMP/out" && grep -qx null-ok "$TMP/out" && grep -qx 8 "$TMP/out"
 	ok $? "$mode: /dev holds only the minimal set, and it works (extra: $(echo $extra))" "$(diag)"
+
+	# ptmx looks for its devpts beside itself: a pty must work with the two mapped
+	run $mode --bind /dev/ptmx --bind /dev/pts -- python3 -c '
+import os
+m, s = os.openpty()
+os.write(m, b"through the pty\n")
+print(os.read(s, 64).decode().strip(), os.ttyname(s).startswith("/dev/pts/"))'
+	grep -qx "through the pty True" "$TMP/out"
+	ok $? "$mode: openpty() with --bind /dev/ptmx --bind /dev/pts carries bytes to the slave" "$(diag)"
 done
 finish
