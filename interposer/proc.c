@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -37,18 +38,19 @@ static pid_t read_ppid(pid_t pid)
 	return (pid_t)strtol(rp + 4, NULL, 10);
 }
 
-/* Last NSpid field: the pid as the innermost namespace sees it. */
-static pid_t read_nspid(pid_t pid)
+/* The last number of a /proc/<pid>/status field ("\nNSpid:", "\nTgid:"): the value as
+ * the innermost namespace sees it. */
+static pid_t read_status_field(pid_t pid, const char *field)
 {
 	char buf[4096], *l;
 	pid_t last = -ESRCH;
 
 	if (read_proc(pid, "status", buf, sizeof(buf)) < 0)
 		return -ESRCH;
-	l = strstr(buf, "\nNSpid:");
+	l = strstr(buf, field);
 	if (!l)
 		return -ESRCH;
-	for (char *s = l + 7; *s && *s != '\n';) {
+	for (char *s = l + strlen(field); *s && *s != '\n';) {
 		char *end;
 		long v = strtol(s, &end, 10);
 		if (end == s)
@@ -57,6 +59,11 @@ static pid_t read_nspid(pid_t pid)
 		s = end;
 	}
 	return last;
+}
+
+static pid_t read_nspid(pid_t pid)
+{
+	return read_status_field(pid, "\nNSpid:");
 }
 
 static bool in_sandbox(const struct proc_map *m, pid_t host)
@@ -86,7 +93,34 @@ static pid_t proc_to_sandbox(void *ud, pid_t host)
 	return m->namespaced ? read_nspid(host) : host;
 }
 
-static pid_t find_nspid(pid_t root, pid_t want, int depth)
+/* The threads of pid other than its leader whose sandbox tid is want, or -ESRCH. */
+static pid_t find_thread(pid_t pid, pid_t want)
+{
+	char p[64];
+	DIR *d;
+	struct dirent *de;
+	pid_t r = -ESRCH;
+
+	snprintf(p, sizeof(p), "/proc/%d/task", pid);
+	d = opendir(p);
+	if (!d)
+		return -ESRCH;
+	while (r < 0 && (de = readdir(d))) {
+		pid_t t = (pid_t)strtol(de->d_name, NULL, 10);
+
+		if (t > 0 && t != pid && read_nspid(t) == want)
+			r = t;
+	}
+	closedir(d);
+	return r;
+}
+
+/*
+ * The host pid of the sandbox's pid want, searched below root through the children
+ * files: processes only. With threads set, each process's other threads are looked at
+ * too (a tid is a pid as well: /proc/<tid> and /proc/<pid>/task/<tid> name threads).
+ */
+static pid_t find_nspid(pid_t root, pid_t want, int depth, bool threads)
 {
 	char p[64], buf[8192];
 	_cleanup_close_ int fd = -1;
@@ -94,6 +128,12 @@ static pid_t find_nspid(pid_t root, pid_t want, int depth)
 
 	if (depth > 0 && read_nspid(root) == want)
 		return root;
+	if (depth > 0 && threads) {
+		pid_t t = find_thread(root, want);
+
+		if (t > 0)
+			return t;
+	}
 	if (depth > 64)
 		return -ESRCH;
 	snprintf(p, sizeof(p), "/proc/%d/task/%d/children", root, root);
@@ -109,7 +149,7 @@ static pid_t find_nspid(pid_t root, pid_t want, int depth)
 		pid_t child = (pid_t)strtol(s, &end, 10), r;
 		if (end == s)
 			break;
-		r = find_nspid(child, want, depth + 1);
+		r = find_nspid(child, want, depth + 1, threads);
 		if (r > 0)
 			return r;
 		s = end;
@@ -120,12 +160,21 @@ static pid_t find_nspid(pid_t root, pid_t want, int depth)
 static pid_t proc_to_host(void *ud, pid_t sandbox_pid)
 {
 	const struct proc_map *m = ud;
+	pid_t r;
 
 	if (sandbox_pid <= 0)
 		return -ESRCH;
 	if (!m->namespaced)
 		return in_sandbox(m, sandbox_pid) ? sandbox_pid : -ESRCH;
-	return find_nspid(m->keeper, sandbox_pid, 0);
+	/* processes first: the common case, and one status read per process */
+	r = find_nspid(m->keeper, sandbox_pid, 0, false);
+	return r > 0 ? r : find_nspid(m->keeper, sandbox_pid, 0, true);
+}
+
+static pid_t proc_tgid_of(void *ud, pid_t host_tid)
+{
+	(void)ud;
+	return read_status_field(host_tid, "\nTgid:");
 }
 
 const struct vfs_proc_ops *proc_map_init(struct proc_map *m)
@@ -136,6 +185,7 @@ const struct vfs_proc_ops *proc_map_init(struct proc_map *m)
 		.userdata = m,
 		.to_host = proc_to_host,
 		.to_sandbox = proc_to_sandbox,
+		.tgid_of = proc_tgid_of,
 	};
 	return &m->ops;
 }

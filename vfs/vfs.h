@@ -48,12 +48,15 @@ struct vfs_proc_ops {
 	pid_t (*to_host)(void *userdata, pid_t sandbox_pid);
 	/* The sandbox's view of a host pid (for /proc/self), or -ESRCH. */
 	pid_t (*to_sandbox)(void *userdata, pid_t host_pid);
+	/* The host tgid of a host tid (for /proc/self of a thread), or -ESRCH; NULL: the
+	 * caller's tgid field is right. */
+	pid_t (*tgid_of)(void *userdata, pid_t host_tid);
 };
 
 /* Who is asking, and where its relative paths start. */
 struct vfs_caller {
 	pid_t pid;          /* host tid of the calling thread */
-	pid_t tgid;         /* host tgid */
+	pid_t tgid;         /* host tgid (the proc ops' tgid_of, when set, is asked instead) */
 	const char *base;   /* canonical virtual path of the cwd or of the dirfd's directory;
 	                       NULL when the dirfd is not a directory (relative path -> ENOTDIR) */
 };

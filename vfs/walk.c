@@ -97,6 +97,13 @@ static pid_t proc_to_sandbox(const struct vfs *v, pid_t p)
 	return p;
 }
 
+static pid_t caller_tgid(const struct vfs *v, const struct vfs_caller *c)
+{
+	if (v->has_proc_ops && v->proc.tgid_of)
+		return v->proc.tgid_of(v->proc.userdata, c->pid);
+	return c->tgid;
+}
+
 /* Concatenate a, "/", b into rem (b may be empty). */
 static int rem_join(char *rem, const char *a, const char *b)
 {
@@ -271,7 +278,8 @@ static int walk_step(const struct vfs *v, const struct vfs_caller *c, struct vfs
 			depth = w->proc_depth + 1;
 			if (depth == 1 && (streq(name, "self") || streq(name, "thread-self"))) {
 				/* /proc/self is the caller, as the sandbox numbers it */
-				pid_t tg = proc_to_sandbox(v, c->tgid);
+				pid_t htg = caller_tgid(v, c);
+				pid_t tg = htg < 0 ? htg : proc_to_sandbox(v, htg);
 				pid_t t = proc_to_sandbox(v, c->pid);
 
 				if (tg < 0 || t < 0)

@@ -5,7 +5,7 @@
 . "$MOAT_SRC/tests/lib/tap.sh"
 . "$MOAT_SRC/tests/live/vfs/lib.sh"
 
-plan 16
+plan 18
 mkdir "$TMP/cwd"
 sleep 600 &
 HOSTPID=$!
@@ -18,7 +18,7 @@ diag() { echo "--- stdout"; head -c 1500 "$TMP/out"; echo "--- stderr"; head -c 
 
 for mode in namespaced unnamespaced; do
 	if ! have_mode "$mode"; then
-		for i in $(seq 8); do skip "$mode: case $i" "moat cannot start in $mode mode here"; done
+		for i in $(seq 9); do skip "$mode: case $i" "moat cannot start in $mode mode here"; done
 		continue
 	fi
 	run $mode -- sh -c 'ls /proc | grep -E "^[0-9]+$"; echo self=$(readlink /proc/self)'
@@ -67,6 +67,20 @@ for mode in namespaced unnamespaced; do
 	extra=$(grep -vxE 'null|zero|full|random|urandom|tty|fd|stdin|stdout|stderr|ptmx|pts|shm|zero=00000000|null-ok|8' "$TMP/out")
 	[ -z "$extra" ] && grep -qx zero=00000000 "$TMP/out" && grep -qx null-ok "$TMP/out" && grep -qx 8 "$TMP/out"
 	ok $? "$mode: /dev holds only the minimal set, and it works (extra: $(echo $extra))" "$(diag)"
+
+	# a second thread: /proc/self is its process, /proc/thread-self and its tid are it
+	run $mode -- python3 -c '
+import os, threading
+def probe():
+    me = threading.get_native_id()
+    pid = int(open("/proc/self/stat").read().split()[0])
+    tasks = sorted(int(t) for t in os.listdir("/proc/self/task"))
+    tstat = int(open("/proc/thread-self/stat").read().split()[0])
+    own = int(open("/proc/%d/task/%d/stat" % (os.getpid(), me)).read().split()[0])
+    print(pid == os.getpid(), tasks == sorted([os.getpid(), me]), tstat == me, own == me)
+t = threading.Thread(target=probe); t.start(); t.join()'
+	grep -qx "True True True True" "$TMP/out"
+	ok $? "$mode: from a second thread, /proc/self, /proc/thread-self and /proc/PID/task/TID name the right tasks" "$(diag)"
 
 	# ptmx looks for its devpts beside itself: a pty must work with the two mapped
 	run $mode --bind /dev/ptmx --bind /dev/pts -- python3 -c '
