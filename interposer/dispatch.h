@@ -39,6 +39,9 @@ struct tracee_cache {
 		pid_t tid;      /* 0: empty slot */
 		int pidfd, comm_fd;
 		uint32_t used;
+		char comm[16];  /* TASK_COMM_LEN; "" until read (see read_comm()) */
+		unsigned comm_gen;
+		uint64_t comm_ns;
 	} e[TRACEE_CACHE];
 	uint32_t clock;
 };
@@ -61,6 +64,9 @@ struct sup_ctx {
 	pid_t init_host_pid;              /* namespaced: pid 1 of the sandbox, else 0 */
 	pid_t cmd_host_pid;
 	struct sup_counters n;
+	/* audit: a thread's comm is cached while this stays the same (read_comm()) */
+	atomic_uint comm_gen;
+	atomic_bool comm_nocache;         /* a /proc/.../comm was opened for writing */
 	/* per-syscall denial counts for the summary line */
 	atomic_uint denials_by_id[_SC_ID_MAX];
 	uint64_t start_mono_ns;
@@ -89,6 +95,7 @@ struct sup_call {
 	char addr[128];
 	char flags_text[128];
 	bool has_path, has_path2;
+	bool comm_changing;     /* an exec or PR_SET_NAME: the comm read now is not kept */
 	struct vfs_verdict verdict;
 };
 

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <termios.h>
@@ -89,6 +90,12 @@ static int add_arg_rules(scmp_filter_ctx ctx, const struct sc_entry *e)
 					     SCMP_A0(SCMP_CMP_EQ, AF_NETLINK),
 					     SCMP_A2(SCMP_CMP_NE, 0));
 		return r;
+	case SC_prctl:
+		/* PR_SET_NAME renames the thread, whose comm the audit caches: notified
+		 * (and let through) so the cache learns of it. The kernel reads the
+		 * option as an int: mask the upper half, as for ioctl. */
+		return seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, e->nr, 1,
+					SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffu, PR_SET_NAME));
 	case SC_personality:
 		/* Only PER_LINUX and the 0xffffffff query are allowed; libseccomp cannot
 		 * express "neither of two values" in one rule, so the supervisor decides on

@@ -88,7 +88,7 @@ def parse(path):
         if h not in HANDLINGS:
             raise CsvError("%s: unknown handling %r" % (where, h))
         e = r["errno"]
-        if h in ("deny", "args"):
+        if h == "deny" or (h == "args" and e != ""):
             if not re.fullmatch(r"E[A-Z0-9]+", e):
                 raise CsvError("%s: handling %s needs an errno name, got %r" % (where, h, e))
         elif e != "":
