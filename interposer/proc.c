@@ -171,6 +171,22 @@ static pid_t proc_to_host(void *ud, pid_t sandbox_pid)
 	return r > 0 ? r : find_nspid(m->keeper, sandbox_pid, 0, true);
 }
 
+/* Field 7 of /proc/<tid>/stat, tty_nr, is in the layout of a 32-bit dev_t. */
+static dev_t proc_ctty_of(void *ud, pid_t host_tid)
+{
+	char buf[512], *rp;
+	long tty;
+
+	(void)ud;
+	if (read_proc(host_tid, "stat", buf, sizeof(buf)) < 0)
+		return (dev_t)-1;
+	rp = strrchr(buf, ')'); /* comm may contain anything */
+	/* ") S ppid pgrp session tty_nr" */
+	if (!rp || sscanf(rp + 1, " %*c %*d %*d %*d %ld", &tty) != 1 || tty < 0)
+		return (dev_t)-1;
+	return (dev_t)tty;
+}
+
 static pid_t proc_tgid_of(void *ud, pid_t host_tid)
 {
 	(void)ud;
@@ -186,6 +202,7 @@ const struct vfs_proc_ops *proc_map_init(struct proc_map *m)
 		.to_host = proc_to_host,
 		.to_sandbox = proc_to_sandbox,
 		.tgid_of = proc_tgid_of,
+		.ctty_of = proc_ctty_of,
 	};
 	return &m->ops;
 }

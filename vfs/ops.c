@@ -101,6 +101,42 @@ static int open_source(const struct vfs__walk *w)
 	return w->fd;
 }
 
+/*
+ * /dev/tty is "the caller's controlling terminal", but the supervisor opens it: as is,
+ * that would be the supervisor's terminal, handed to a command that was started in a new
+ * session precisely to have none (it could read what you type, or write fake prompts,
+ * even with its stdio redirected). So it is opened the way the kernel would for the
+ * caller: ENXIO without a controlling terminal; the supervisor's terminal only when it is
+ * the caller's too (--tty); a pty the sandbox made its own through /dev/pts/N, subject to
+ * the policy like any path. Returns 0 to open w's object, -errno, or an fd.
+ */
+static int open_ctty(const struct vfs *v, const struct vfs_caller *c, const struct vfs__walk *w,
+                     int flags, mode_t mode, struct vfs_verdict *verdict)
+{
+	dev_t want, mine;
+	char pts[32];
+
+	if (!S_ISCHR(w->st.st_mode) || w->st.st_rdev != makedev(5, 0) || !v->has_proc_ops ||
+	    !v->proc.ctty_of)
+		return 0;
+	want = v->proc.ctty_of(v->proc.userdata, c->pid);
+	if (want == 0 || want == (dev_t)-1) {
+		vfs__verdict(verdict, -ENXIO, "/dev/tty: the caller has no controlling terminal",
+		             w->vpath);
+		return -ENXIO;
+	}
+	mine = v->proc.ctty_of(v->proc.userdata, getpid());
+	if (want == mine)
+		return 0;
+	if (major(want) >= 136 && major(want) <= 143) { /* UNIX98_PTY_SLAVE_MAJOR.. */
+		snprintf(pts, sizeof(pts), "/dev/pts/%u", (major(want) - 136) * 256 + minor(want));
+		return vfs_open(v, c, pts, flags, mode, 0, verdict);
+	}
+	vfs__verdict(verdict, -ENXIO, "/dev/tty: the caller's terminal is not in the view",
+	             w->vpath);
+	return -ENXIO;
+}
+
 static int open_once(const struct vfs *v, const struct vfs_caller *c, const char *path,
                      int flags, mode_t mode, uint64_t resolve, struct vfs_verdict *verdict,
                      bool *ret_retry)
@@ -159,6 +195,8 @@ static int open_once(const struct vfs *v, const struct vfs_caller *c, const char
 	                     (writes && ro_applies(w.st.st_mode)) ? VFS_WANT_WRITE | VFS_WANT_READ :
 	                     VFS_WANT_READ, verdict);
 	if (r < 0)
+		return r;
+	if (!(flags & O_PATH) && (r = open_ctty(v, c, &w, flags, mode, verdict)) != 0)
 		return r;
 	/* an O_PATH fd is what the walk holds already */
 	fd = (flags & O_PATH) ? fcntl(w.fd, F_DUPFD_CLOEXEC, 3) : vfs__reopen(v, open_source(&w), flags);

@@ -51,6 +51,9 @@ struct vfs_proc_ops {
 	/* The host tgid of a host tid (for /proc/self of a thread), or -ESRCH; NULL: the
 	 * caller's tgid field is right. */
 	pid_t (*tgid_of)(void *userdata, pid_t host_tid);
+	/* The controlling terminal of a host tid (st_rdev form; 0: none), or (dev_t)-1 when
+	 * unknown; NULL: /dev/tty is opened as the supervisor's own (tests only). */
+	dev_t (*ctty_of)(void *userdata, pid_t host_tid);
 };
 
 /* Who is asking, and where its relative paths start. */
