@@ -241,10 +241,51 @@ int vfs__implicit_fd(const struct vfs *v, const char *vpath)
 }
 
 /* The latest hide/deny rule whose glob matches vpath itself. */
+/*
+ * A glob's last component, unless it is "**", is matched against a path's last
+ * component (match_from(): a pattern left over when the path ends may only be "**"), and
+ * the characters after its last '*', '?' or '\' are matched one for one at that
+ * component's end. So the default profile's rule for every .env file needs a last
+ * component ".env", its rule for *.pem files one ending in ".pem": most paths fail that
+ * with one memcmp, before the full match. Every walk step asks every glob (the default
+ * profile has two dozen), so it shows.
+ */
+static void glob_tail(struct vfs__rule *g)
+{
+	const char *slash = strrchr(g->virt, '/'), *last, *e, *t;
+
+	g->tail = "";
+	g->tail_len = 0;
+	g->tail_whole = false;
+	if (!slash || streq(slash + 1, "**"))
+		return; /* no filter (and no path matches a glob that is not absolute) */
+	last = slash + 1;
+	e = t = last + strlen(last);
+	while (t > last && !strchr("*?\\", t[-1]))
+		t--;
+	g->tail = t;
+	g->tail_len = (size_t)(e - t);
+	g->tail_whole = t == last;
+}
+
+static bool tail_fits(const struct vfs__rule *g, const char *last, size_t llen)
+{
+	if (g->tail_whole ? llen != g->tail_len : llen < g->tail_len)
+		return false;
+	return memcmp(last + llen - g->tail_len, g->tail, g->tail_len) == 0;
+}
+
 const struct vfs__rule *vfs__glob_latest(const struct vfs *v, const char *vpath)
 {
+	const char *last = strrchr(vpath, '/');
+	size_t llen;
+
+	if (!last)
+		return NULL; /* not absolute: no glob matches */
+	last++;
+	llen = strlen(last);
 	for (size_t i = v->n_globs; i-- > 0;)
-		if (vfs__glob_match(v->globs[i]->virt, vpath))
+		if (tail_fits(v->globs[i], last, llen) && vfs__glob_match(v->globs[i]->virt, vpath))
 			return v->globs[i];
 	return NULL;
 }
@@ -1141,6 +1182,7 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 		struct stat st;
 
 		if (a->kind == VFS__HIDE || a->kind == VFS__DENY) {
+			glob_tail(a);
 			v->globs[ng++] = a;
 			continue;
 		}
