@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <string.h>
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
 
@@ -32,3 +33,19 @@ static inline int negative_errno(void)
 	})
 
 #define streq(a, b) (strcmp((a), (b)) == 0)
+
+/* snprintf(dst, size, "%s", src) without the printf machinery, for the notification
+ * path (a walk copies names and paths several times per call): copies, truncating, and
+ * always terminates when size > 0. Returns strlen(src), as snprintf would. */
+static inline size_t str_copy(char *dst, size_t size, const char *src)
+{
+	size_t n = strlen(src);
+
+	if (size) {
+		size_t c = n < size ? n : size - 1;
+
+		memcpy(dst, src, c);
+		dst[c] = '\0';
+	}
+	return n;
+}

@@ -161,7 +161,7 @@ static void deny(struct sup_call *c, int err, const char *rule)
 {
 	c->err = err;
 	c->policy_denied = true;
-	snprintf(c->verdict.rule, sizeof(c->verdict.rule), "%s", rule);
+	str_copy(c->verdict.rule, sizeof(c->verdict.rule), rule);
 	c->verdict.err = err;
 	c->verdict.denied = true;
 	c->outcome = CALL_REPLY;
@@ -248,7 +248,7 @@ static void read_comm(struct sup_call *c, char *buf, size_t len)
 
 	if (keep && tc->e[slot].comm[0] && tc->e[slot].comm_gen == gen &&
 	    c->t0 - tc->e[slot].comm_ns < COMM_TTL_NS) {
-		snprintf(buf, len, "%s", tc->e[slot].comm);
+		str_copy(buf, len, tc->e[slot].comm);
 		return;
 	}
 	for (int attempt = 0; attempt < 2 && n <= 0; attempt++) {
@@ -267,7 +267,7 @@ static void read_comm(struct sup_call *c, char *buf, size_t len)
 	buf[n > 0 ? n - 1 : 0] = '\0'; /* drop the newline */
 	tc->e[slot].comm[0] = '\0';
 	if (keep && n > 0) {
-		snprintf(tc->e[slot].comm, sizeof(tc->e[slot].comm), "%s", buf);
+		str_copy(tc->e[slot].comm, sizeof(tc->e[slot].comm), buf);
 		tc->e[slot].comm_gen = gen;
 		tc->e[slot].comm_ns = c->t0;
 	}
@@ -298,7 +298,8 @@ static void do_open(struct sup_call *c, int64_t dirfd, uint64_t path_addr, int f
 	struct vfs_caller caller;
 	int r;
 
-	sc_format_oflags((uint64_t)(unsigned)flags, c->flags_text, sizeof(c->flags_text));
+	if (c->s->audit) /* the flags are for the record only */
+		sc_format_oflags((uint64_t)(unsigned)flags, c->flags_text, sizeof(c->flags_text));
 	r = copy_path(c, path_addr, c->path);
 	if (r < 0)
 		return set_result(c, r);
@@ -372,7 +373,8 @@ static void do_stat(struct sup_call *c, int64_t dirfd, uint64_t path_addr, uint6
 	struct stat st;
 	int r;
 
-	sc_format_atflags((uint64_t)(unsigned)flags, c->flags_text, sizeof(c->flags_text));
+	if (c->s->audit)
+		sc_format_atflags((uint64_t)(unsigned)flags, c->flags_text, sizeof(c->flags_text));
 	r = copy_path(c, path_addr, c->path);
 	if (r < 0)
 		return set_result(c, r);
@@ -403,7 +405,8 @@ static void handle_statx(struct sup_call *c)
 	struct statx stx;
 	int r;
 
-	sc_format_atflags((uint64_t)(unsigned)flags, c->flags_text, sizeof(c->flags_text));
+	if (c->s->audit)
+		sc_format_atflags((uint64_t)(unsigned)flags, c->flags_text, sizeof(c->flags_text));
 	if (ARG(c, 1) == 0) {
 		c->path[0] = '\0'; /* Linux 6.11: statx(fd, NULL, AT_EMPTY_PATH) */
 	} else {

@@ -309,9 +309,9 @@ void vfs__verdict(struct vfs_verdict *verdict, int err, const char *rule, const 
 		return;
 	verdict->err = err < 0 ? -err : err;
 	verdict->denied = err != 0;
-	snprintf(verdict->rule, sizeof(verdict->rule), "%s", rule ? rule : "");
+	str_copy(verdict->rule, sizeof(verdict->rule), rule ? rule : "");
 	if (vpath)
-		snprintf(verdict->vpath, sizeof(verdict->vpath), "%s", vpath);
+		str_copy(verdict->vpath, sizeof(verdict->vpath), vpath);
 }
 
 /*

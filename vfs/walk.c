@@ -332,7 +332,7 @@ static int walk_step(const struct vfs *v, const struct vfs_caller *c, struct vfs
 			w->proc_task = streq(name, "task");
 	}
 	w->mount_root = ex != NULL;
-	snprintf(w->hname, sizeof(w->hname), "%s", hn);
+	str_copy(w->hname, sizeof(w->hname), hn);
 	memcpy(w->vpath, p, plen + 1);
 	w->vlen = plen;
 
@@ -448,7 +448,7 @@ static int walk_once(const struct vfs *v, const struct vfs_caller *c, const char
 			return -EXDEV;
 	}
 	if (path[0] == '/' && !(resolve & RESOLVE_IN_ROOT))
-		snprintf(rem, sizeof(rem), "%s", path);
+		str_copy(rem, sizeof(rem), path);
 	else if ((r = rem_join(rem, c->base, path)) < 0)
 		return r;
 	w->root = root;
@@ -589,8 +589,8 @@ static int walk_once(const struct vfs *v, const struct vfs_caller *c, const char
 		w->st_full = true;
 	}
 	if (verdict) {
-		snprintf(verdict->vpath, sizeof(verdict->vpath), "%s", w->vpath);
-		snprintf(verdict->rule, sizeof(verdict->rule), "%s",
+		str_copy(verdict->vpath, sizeof(verdict->vpath), w->vpath);
+		str_copy(verdict->rule, sizeof(verdict->rule),
 		         w->block ? w->block->desc : w->mount ? w->mount->desc :
 		         vfs__is_implicit(v, w->vpath) ? "implicit directory" : "unmapped");
 	}
