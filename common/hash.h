@@ -9,18 +9,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FNV1A_INIT 2166136261u
-
-static inline uint32_t fnv1a_add(uint32_t h, const void *p, size_t n)
+static inline uint32_t fnv1a(const void *p, size_t n)
 {
 	const unsigned char *s = p;
+	uint32_t h = 2166136261u;
 
 	for (size_t i = 0; i < n; i++)
 		h = (h ^ s[i]) * 16777619u;
 	return h;
-}
-
-static inline uint32_t fnv1a(const void *p, size_t n)
-{
-	return fnv1a_add(FNV1A_INIT, p, n);
 }

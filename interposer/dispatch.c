@@ -226,9 +226,8 @@ int tracee_getfd(struct sup_call *c, int fd)
 	return r < 0 ? (errno == EBADF ? -EBADF : negative_errno()) : r;
 }
 
-/* The thread's current name (it changes with exec and PR_SET_NAME), "" if it is gone. */
 /*
- * The caller's comm, for its audit record. Reading /proc/<tid>/comm costs about as much as
+ * The caller's comm ("" if it is gone), for its audit record. Reading /proc/<tid>/comm costs about as much as
  * the rest of the record (1.2 us of 2.4 here), so the text is kept per thread while
  * nothing can have changed it: a thread's comm changes on exec and on PR_SET_NAME, both of
  * which come here (the filter notifies prctl(PR_SET_NAME)) and bump comm_gen, and by a

@@ -240,7 +240,6 @@ int vfs__implicit_fd(const struct vfs *v, const char *vpath)
 	return i >= 0 && v->implicit_fd ? v->implicit_fd[i] : -1;
 }
 
-/* The latest hide/deny rule whose glob matches vpath itself. */
 /*
  * A glob's last component, unless it is "**", is matched against a path's last
  * component (match_from(): a pattern left over when the path ends may only be "**"), and
@@ -275,6 +274,7 @@ static bool tail_fits(const struct vfs__rule *g, const char *last, size_t llen)
 	return memcmp(last + llen - g->tail_len, g->tail, g->tail_len) == 0;
 }
 
+/* The latest hide/deny rule whose glob matches vpath itself. */
 const struct vfs__rule *vfs__glob_latest(const struct vfs *v, const char *vpath)
 {
 	const char *last = strrchr(vpath, '/');
