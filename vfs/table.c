@@ -848,7 +848,10 @@ _public_ int vfs_add_default_profile(struct vfs *v, const char *home, const char
 	static const char *const secrets[] = {
 		"/etc/shadow*", "/etc/gshadow*", "/etc/sudoers*", "/etc/ssh/ssh_host_*",
 		"/root", "~/.ssh", "~/.aws", "~/.config/gcloud", "~/.netrc", "~/.gnupg",
-		"**/.env", "**/*.pem", "**/id_rsa*",
+		/* private keys by their usual names; not every *.pem, which would hide the
+		 * CA bundles TLS needs (certifi's cacert.pem breaks pip and python -m venv) */
+		"**/.env", "**/*key*.pem", "**/*.key", "**/*.p12", "**/*.pfx",
+		"**/id_rsa*", "**/id_dsa*", "**/id_ecdsa*", "**/id_ed25519*",
 		"/proc/kcore", "/proc/kmsg", "/proc/keys", "/proc/sysrq-trigger",
 	};
 	char w[PATH_MAX];
