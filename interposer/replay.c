@@ -169,7 +169,7 @@ static struct call_need call_need(const struct audit_sys *s)
 			      has_flag(s->flags, "O_RDWR") || has_flag(s->flags, "O_TRUNC");
 
 		if (has_flag(s->flags, "O_PATH"))
-			k.want = 0;
+			k.want = VFS_WANT_READ; /* handed over as a read-only fd (vfs_open()) */
 		else if (tmpfile)
 			k.want = VFS_WANT_WRITE;
 		else if (creat)

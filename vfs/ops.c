@@ -137,15 +137,36 @@ static int open_ctty(const struct vfs *v, const struct vfs_caller *c, const stru
 	return -ENXIO;
 }
 
+/*
+ * O_PATH. seccomp's ADDFD cannot install an O_PATH file in the caller (the kernel's fget()
+ * refuses them, EBADF), so the caller gets an ordinary read-only fd on the same object:
+ * the same for fstat, fchdir, *at() and AT_EMPTY_PATH calls, and readable as the policy's
+ * read permission (which it is checked for) allows. Only directories and regular files
+ * can be opened so without side effects (a FIFO's writer would wake, a device would
+ * act); O_PATH of anything else, a symlink included, is refused.
+ */
+static int opath_refused(const struct vfs__walk *w, struct vfs_verdict *verdict)
+{
+	vfs__verdict(verdict, -EOPNOTSUPP,
+	             "O_PATH of a symlink, FIFO, socket or device: seccomp cannot hand it over",
+	             w->vpath);
+	return -EOPNOTSUPP;
+}
+
 static int open_once(const struct vfs *v, const struct vfs_caller *c, const char *path,
                      int flags, mode_t mode, uint64_t resolve, struct vfs_verdict *verdict,
                      bool *ret_retry)
 {
 	_cleanup_walk_ struct vfs__walk w = { .dirfd = -1, .fd = -1 };
-	int acc = flags & O_ACCMODE, r, fd;
-	bool tmpfile = (flags & O_TMPFILE) == O_TMPFILE;
-	bool writes = acc != O_RDONLY || (flags & O_TRUNC) || tmpfile;
-	bool nofollow = (flags & O_NOFOLLOW) || ((flags & O_CREAT) && (flags & O_EXCL));
+	int acc, r, fd;
+	bool tmpfile, writes, nofollow;
+
+	if (flags & O_PATH) /* the kernel ignores the rest (open, openat) */
+		flags &= O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+	acc = flags & O_ACCMODE;
+	tmpfile = (flags & O_TMPFILE) == O_TMPFILE;
+	writes = acc != O_RDONLY || (flags & O_TRUNC) || tmpfile;
+	nofollow = (flags & O_NOFOLLOW) || ((flags & O_CREAT) && (flags & O_EXCL));
 
 	*ret_retry = false;
 	r = vfs__walk(v, c, path, nofollow ? VFS__NOFOLLOW : 0, resolve, &w, verdict);
@@ -179,18 +200,16 @@ static int open_once(const struct vfs *v, const struct vfs_caller *c, const char
 		/* only reached with O_NOFOLLOW: open(2) fails unless O_PATH asks for the link */
 		if (!(flags & O_PATH))
 			return ret_err(verdict, -ELOOP);
-		r = vfs__walk_policy(v, &w, 0, verdict);
-		if (r < 0)
-			return r;
-		fd = fcntl(w.fd, F_DUPFD_CLOEXEC, 3);
-		return ret_err(verdict, fd < 0 ? negative_errno() : fd);
+		return opath_refused(&w, verdict);
 	}
 	if ((flags & O_DIRECTORY) && !S_ISDIR(w.st.st_mode))
 		return ret_err(verdict, -ENOTDIR);
 	if (S_ISDIR(w.st.st_mode) && (acc != O_RDONLY || (flags & O_TRUNC)) && !tmpfile)
 		return ret_err(verdict, -EISDIR);
+	if ((flags & O_PATH) && !S_ISDIR(w.st.st_mode) && !S_ISREG(w.st.st_mode))
+		return opath_refused(&w, verdict);
 	r = vfs__walk_policy(v, &w,
-	                     (flags & O_PATH) ? 0 :
+	                     (flags & O_PATH) ? VFS_WANT_READ :
 	                     tmpfile ? VFS_WANT_WRITE :
 	                     (writes && ro_applies(w.st.st_mode)) ? VFS_WANT_WRITE | VFS_WANT_READ :
 	                     VFS_WANT_READ, verdict);
@@ -198,10 +217,10 @@ static int open_once(const struct vfs *v, const struct vfs_caller *c, const char
 		return r;
 	if (!(flags & O_PATH) && (r = open_ctty(v, c, &w, flags, mode, verdict)) != 0)
 		return r;
-	/* an O_PATH fd is what the walk holds already */
-	fd = (flags & O_PATH) ? fcntl(w.fd, F_DUPFD_CLOEXEC, 3) : vfs__reopen(v, open_source(&w), flags);
-	if (fd < 0 && (flags & O_PATH))
-		fd = negative_errno();
+	if (flags & O_PATH)
+		fd = vfs__reopen(v, w.fd, O_RDONLY | (S_ISDIR(w.st.st_mode) ? O_DIRECTORY : 0));
+	else
+		fd = vfs__reopen(v, open_source(&w), flags);
 	if (fd < 0)
 		return ret_err(verdict, fd);
 	if (writes && !tmpfile && S_ISREG(w.st.st_mode))

@@ -149,7 +149,9 @@ int vfs_foreach_mount(const struct vfs *v, int (*fn)(const struct vfs_mount_info
 /* --- the emulated path syscalls ------------------------------------------------------ */
 
 /* open/openat/openat2/creat: returns a host fd (O_CLOEXEC set; the interposer injects
- * it with the program's O_CLOEXEC). resolve = openat2 RESOLVE_* bits, 0 otherwise. */
+ * it with the program's O_CLOEXEC). resolve = openat2 RESOLVE_* bits, 0 otherwise.
+ * O_PATH gives a read-only fd on a directory or regular file (an O_PATH file cannot be
+ * injected), EOPNOTSUPP for other types. */
 int vfs_open(const struct vfs *v, const struct vfs_caller *c, const char *path, int flags,
              mode_t mode, uint64_t resolve, struct vfs_verdict *verdict);
 

@@ -4,12 +4,12 @@
 . "$MOAT_SRC/tests/lib/tap.sh"
 . "$MOAT_SRC/tests/live/vfs/lib.sh"
 
-plan 8
+plan 12
 for t in python3 gcc git tar; do command -v $t >/dev/null || skip_all "$t is not installed"; done
 
 for mode in namespaced unnamespaced; do
 	if ! have_mode "$mode"; then
-		for i in $(seq 4); do skip "$mode: case $i" "moat cannot start in $mode mode here"; done
+		for i in $(seq 6); do skip "$mode: case $i" "moat cannot start in $mode mode here"; done
 		continue
 	fi
 	W=$(mktemp -d "$TMP/ws.XXXXXX")
@@ -34,5 +34,30 @@ for mode in namespaced unnamespaced; do
 	run tar czf out/ws.tgz --exclude=./out --exclude=./.git .
 	[ $? -eq 0 ] && tar tzf "$W/out/ws.tgz" | grep -qx './add.c' && tar tzf "$W/out/ws.tgz" | grep -qx './add.o'
 	ok $? "$mode: tar of the workspace holds its files" "$(diag)"
+
+	# Extracting restores directory modes through O_PATH fds, which seccomp's ADDFD
+	# cannot hand over as such (it failed with EIO).
+	mkdir -p "$W/src/d" "$W/x" && echo inner >"$W/src/d/f" && chmod 750 "$W/src/d"
+	tar czf "$W/in.tgz" -C "$W" src
+	run tar xzf in.tgz -C x
+	[ $? -eq 0 ] && [ "$(stat -c %a "$W/x/src/d")" = 750 ] && [ "$(cat "$W/x/src/d/f")" = inner ]
+	ok $? "$mode: tar xzf restores files and directory modes" "$(diag)"
+
+	# O_PATH: a directory's fd works as a dirfd and a file's with fstat; a FIFO is
+	# refused at once rather than opened (which would block or wake its writer).
+	mkfifo "$W/ff"
+	run timeout 10 python3 -c '
+import os
+d = os.open("src", os.O_PATH | os.O_DIRECTORY)
+print("dir", open(os.open("d/f", os.O_RDONLY, dir_fd=d)).read().strip())
+print("file", os.fstat(os.open("src/d/f", os.O_PATH)).st_size)
+try:
+    os.open("ff", os.O_PATH)
+    print("fifo opened")
+except OSError as e:
+    print("fifo", e.strerror)'
+	grep -qx "dir inner" "$TMP/out" && grep -qx "file 6" "$TMP/out" &&
+		grep -qx "fifo Operation not supported" "$TMP/out"
+	ok $? "$mode: O_PATH opens of a directory and a file work; of a FIFO, EOPNOTSUPP" "$(diag)"
 done
 finish
