@@ -48,10 +48,10 @@ struct vfs__rule {
 	char *root_link;   /* root_type is a symlink: its target, read once (a symlink's
 	                      text never changes and root_fd pins it), else NULL */
 	bool root_is_link; /* host source is a symlink (e.g. /bin -> usr/bin) */
-	/* hide/deny: what a path's last component must end with (or be, when tail_whole)
-	 * for the glob to match it at all: a quick reject, see glob_tail() */
-	const char *tail;
-	size_t tail_len;
+	/* hide/deny: what a path's last component must start with, end with (or be, when
+	 * tail_whole) for the glob to match it at all: a quick reject, see glob_tail() */
+	const char *head, *tail;
+	size_t head_len, tail_len;
 	bool tail_whole;
 };
 

@@ -233,6 +233,12 @@ static void test_glob(void **state)
 		{ "/x/*.*", "/x/a.b", true },
 		{ "/x/**/y/**/z", "/x/1/y/2/3/z", true },
 		{ "/x/**/y/**/z", "/x/1/2/z", false },
+		{ "/**/id_rsa*", "/k/id_rsa", true },
+		{ "/**/id_rsa*", "/k/my_id_rsa", false },
+		{ "/x/a*a", "/x/a", false },
+		{ "/x/a*a", "/x/aa", true },
+		{ "/x/ab?", "/x/abc", true },
+		{ "/x/ab?", "/x/ab", false },
 	};
 
 	(void)state;
