@@ -253,7 +253,7 @@ static void glob_tail(struct vfs__rule *g)
 {
 	const char *slash = strrchr(g->virt, '/'), *last, *e, *t;
 
-	g->tail = "";
+	g->head = g->tail = "";
 	g->head_len = g->tail_len = 0;
 	g->tail_whole = false;
 	if (!slash || streq(slash + 1, "**"))
