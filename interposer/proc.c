@@ -26,16 +26,30 @@ static int read_proc(pid_t pid, const char *name, char *buf, size_t len)
 	return 0;
 }
 
-static pid_t read_ppid(pid_t pid)
+/* Field n of /proc/<pid>/stat (4: ppid, 7: tty_nr), a number, or -ESRCH. Fields are
+ * counted past the comm, which may contain anything, even ") ". */
+static long read_stat_field(pid_t pid, int n)
 {
-	char buf[512], *rp;
+	char buf[512], *s, *end;
+	long v;
 
 	if (read_proc(pid, "stat", buf, sizeof(buf)) < 0)
 		return -ESRCH;
-	rp = strrchr(buf, ')'); /* comm may contain anything, even ") " */
-	if (!rp)
+	s = strrchr(buf, ')');
+	if (!s)
 		return -ESRCH;
-	return (pid_t)strtol(rp + 4, NULL, 10);
+	s++; /* " S ppid pgrp session tty_nr ...": field 3 is the state */
+	for (int f = 3; f < n && s; f++)
+		s = strchr(s + 1, ' ');
+	if (!s)
+		return -ESRCH;
+	v = strtol(s, &end, 10);
+	return end == s ? -ESRCH : v;
+}
+
+static pid_t read_ppid(pid_t pid)
+{
+	return (pid_t)read_stat_field(pid, 4);
 }
 
 /* The last number of a /proc/<pid>/status field ("\nNSpid:", "\nTgid:"): the value as
@@ -174,17 +188,10 @@ static pid_t proc_to_host(void *ud, pid_t sandbox_pid)
 /* Field 7 of /proc/<tid>/stat, tty_nr, is in the layout of a 32-bit dev_t. */
 static dev_t proc_ctty_of(void *ud, pid_t host_tid)
 {
-	char buf[512], *rp;
-	long tty;
+	long tty = read_stat_field(host_tid, 7);
 
 	(void)ud;
-	if (read_proc(host_tid, "stat", buf, sizeof(buf)) < 0)
-		return (dev_t)-1;
-	rp = strrchr(buf, ')'); /* comm may contain anything */
-	/* ") S ppid pgrp session tty_nr" */
-	if (!rp || sscanf(rp + 1, " %*c %*d %*d %*d %ld", &tty) != 1 || tty < 0)
-		return (dev_t)-1;
-	return (dev_t)tty;
+	return tty < 0 ? (dev_t)-1 : (dev_t)tty;
 }
 
 static pid_t proc_tgid_of(void *ud, pid_t host_tid)
