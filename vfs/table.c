@@ -931,9 +931,10 @@ static int cmp_str(const void *a, const void *b)
  */
 #define SWEEP_GRACE_S 10
 
-static int lock_private(const char *dir)
+/* An fd of dfd/name holding its exclusive lock, or -errno (-EWOULDBLOCK: a run holds it). */
+static int lock_private(int dfd, const char *name)
 {
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
 	if (fd < 0)
 		return negative_errno();
@@ -965,11 +966,10 @@ static void sweep_stale(const char *parent, const char *prefix)
 		    !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
 		    time(NULL) - st.st_mtime < SWEEP_GRACE_S)
 			continue;
-		fd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		fd = lock_private(dirfd(d), de->d_name);
 		if (fd < 0)
 			continue;
-		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
-			rm_rf_at(dirfd(d), de->d_name);
+		rm_rf_at(dirfd(d), de->d_name);
 		close(fd);
 	}
 	closedir(d);
@@ -1001,7 +1001,7 @@ static int skeleton_path(struct vfs *v, char **ret)
 			v->skeleton_dir = strdup(tmpl);
 			if (!v->skeleton_dir || asprintf(ret, "%s/root", tmpl) < 0)
 				return -ENOMEM;
-			v->skeleton_lock = lock_private(tmpl);
+			v->skeleton_lock = lock_private(AT_FDCWD, tmpl);
 			return v->skeleton_lock < 0 ? v->skeleton_lock : 0;
 		}
 	}
@@ -1147,7 +1147,7 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 	v->private_dir = strdup(tmpl);
 	if (!v->private_dir)
 		return -ENOMEM;
-	v->private_lock = lock_private(tmpl);
+	v->private_lock = lock_private(AT_FDCWD, tmpl);
 	if (v->private_lock < 0)
 		return fail(errbuf, errlen, "cannot lock the private directory %s: %s", tmpl,
 		            strerror(-v->private_lock));
