@@ -378,19 +378,41 @@ static int set_rlimit(int res, uint64_t v)
 	return RET_NERRNO(setrlimit(res, &rl));
 }
 
+/*
+ * The command needs no capability. Namespaced, root inside the user namespace holds
+ * every capability there; unnamespaced, a supervisor run by root would pass on all of
+ * the host's (netlink changes, chattr +i, SCHED_FIFO, raw sockets...). Both go, with
+ * the bounding and ambient sets (bubblewrap does the same): exec of a uid-0 process
+ * otherwise grants the whole bounding set again (no_new_privs holds that back too).
+ * Dropping from the bounding set needs CAP_SETPCAP; an unprivileged supervisor has
+ * nothing to drop there that no_new_privs and the empty permitted set do not already
+ * keep out of reach, so EPERM is accepted only when CAP_SETPCAP was not ours.
+ */
 static int drop_capabilities(void)
 {
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct data[2] = { 0 };
+	bool setpcap;
 
-	/* Root inside the user namespace holds every capability there; the command
-	 * needs none, so the bounding and ambient sets go too (bubblewrap does the same). */
+	if (syscall(SYS_capget, &hdr, data) < 0)
+		return negative_errno();
+	setpcap = data[CAP_TO_INDEX(CAP_SETPCAP)].effective & CAP_TO_MASK(CAP_SETPCAP);
 	for (int cap = 0; cap <= CAP_LAST_CAP; cap++)
-		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL &&
+		    (errno != EPERM || setpcap))
 			return negative_errno();
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
 		return negative_errno();
-	return RET_NERRNO(syscall(SYS_capset, &hdr, data));
+	memset(data, 0, sizeof(data));
+	if (syscall(SYS_capset, &hdr, data) < 0)
+		return negative_errno();
+	/* What the kernel now holds, not what we asked for. */
+	if (syscall(SYS_capget, &hdr, data) < 0)
+		return negative_errno();
+	for (size_t i = 0; i < ELEMENTSOF(data); i++)
+		if (data[i].effective || data[i].permitted || data[i].inheritable)
+			return -EPERM;
+	return 0;
 }
 
 _noreturn_ static void command_main(struct spawn_plan *p, pid_t keeper)
@@ -442,8 +464,9 @@ _noreturn_ static void command_main(struct spawn_plan *p, pid_t keeper)
 
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		child_fail(p->sync_fd, STAGE_NNP, errno);
-	if (p->namespaced && drop_capabilities() < 0)
-		child_fail(p->sync_fd, STAGE_CAPS, errno);
+	r = drop_capabilities();
+	if (r < 0)
+		child_fail(p->sync_fd, STAGE_CAPS, -r);
 	if (p->features->landlock_abi > 0) {
 		r = sandbox_landlock(o->vfs, p->features->landlock_abi);
 		if (r < 0)
