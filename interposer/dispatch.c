@@ -9,14 +9,17 @@
  * fds) and handed back: an fd through ADDFD, a struct by writing it into the tracee, or
  * a plain return value. CONTINUE is answered only for exec (layer 1 enforces the same
  * view), chdir (grants nothing by itself: every later relative path is resolved from
- * the canonical cwd again), and personality (decided on a register, not on memory).
+ * the canonical cwd again), personality and the syscalls that name a pid (decided on
+ * registers, not on memory).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/ioprio.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -907,6 +910,58 @@ static void handle_prctl(struct sup_call *c)
 	c->outcome = CALL_CONTINUE;
 }
 
+/* --- syscalls that name a process: checked, then continued --------------------------- */
+
+/*
+ * prlimit64, sched_*, setpriority, ioprio_*, migrate_pages and move_pages with a pid
+ * other than the caller's 0 (the filter keeps that one native). The kernel lets a
+ * process of the same uid renice, pin, reschedule or limit another; only the sandbox's
+ * own processes may be named: not a host process, not the supervisor (an RLIMIT_FSIZE
+ * on it kills it at its next write), not the keeper, which is a fork of the supervisor.
+ * A process group or a user names processes outside the sandbox as well: refused.
+ *
+ * The pid is a register value, so the kernel acts on the pid checked here. What can
+ * change is the process behind it: a sandbox process that exits and is reaped frees its
+ * pid, and the kernel then acts on whoever takes the pid next. In a pid namespace only
+ * the sandbox's own processes can take it. Unnamespaced, a host process could, but only
+ * by forking in the few microseconds before the kernel runs the call, when the pid
+ * allocator, having gone once round the whole pid space (pid_max), lands on that pid.
+ * A thread naming itself or its own process has no such window: neither can be reaped
+ * while it waits here.
+ */
+static void handle_pid_arg(struct sup_call *c)
+{
+	const struct vfs_proc_ops *ops = c->s->proc;
+	int pid = (int)ARG(c, 0);
+
+	switch (c->e->id) {
+	case SC_setpriority:
+	case SC_getpriority:
+	case SC_ioprio_set:
+	case SC_ioprio_get: {
+		bool io = c->e->id == SC_ioprio_set || c->e->id == SC_ioprio_get;
+		int which = (int)ARG(c, 0);
+
+		pid = (int)ARG(c, 1);
+		if (io ? which == IOPRIO_WHO_PGRP || which == IOPRIO_WHO_USER
+		       : which == PRIO_PGRP || which == PRIO_USER)
+			return deny(c, EPERM, "a process group or user reaches beyond the sandbox");
+		if (which != (io ? IOPRIO_WHO_PROCESS : PRIO_PROCESS))
+			pid = 0; /* not a valid which: the kernel answers EINVAL */
+		break;
+	}
+	default:
+		break;
+	}
+	/* 0 is the caller (here with bits above the int that the filter saw); a negative
+	 * pid names no process, and the kernel says so. */
+	if (pid <= 0 || (ops && ops->to_host && ops->to_host(ops->userdata, pid) > 0)) {
+		c->outcome = CALL_CONTINUE;
+		return;
+	}
+	deny(c, ESRCH, "the pid is not one of the sandbox's processes");
+}
+
 /* --- the switch ----------------------------------------------------------------------- */
 
 static void handle(struct sup_call *c)
@@ -1035,6 +1090,23 @@ static void handle(struct sup_call *c)
 		return handle_prctl(c);
 	case SC_personality:
 		return handle_personality(c);
+	case SC_prlimit64:
+	case SC_sched_setparam:
+	case SC_sched_getparam:
+	case SC_sched_setscheduler:
+	case SC_sched_getscheduler:
+	case SC_sched_setaffinity:
+	case SC_sched_getaffinity:
+	case SC_sched_setattr:
+	case SC_sched_getattr:
+	case SC_sched_rr_get_interval:
+	case SC_migrate_pages:
+	case SC_move_pages:
+	case SC_setpriority:
+	case SC_getpriority:
+	case SC_ioprio_set:
+	case SC_ioprio_get:
+		return handle_pid_arg(c);
 	case SC_connect:
 	case SC_bind:
 	case SC_sendto:

@@ -16,12 +16,15 @@
  */
 #include <errno.h>
 #include <linux/filter.h>
+#include <linux/fs.h>
+#include <linux/ioprio.h>
 #include <linux/sched.h>
 #include <seccomp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <termios.h>
@@ -47,6 +50,71 @@ static const uint64_t clone_ns_flags[] = {
 	CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
 };
 
+/*
+ * ioctls refused on every fd: terminal injection (TIOCSTI, TIOCLINUX), and the inode
+ * flag ioctls. Those need only ownership of the file (or CAP_LINUX_IMMUTABLE for
+ * immutable and append-only), not an fd open for writing: an unnamespaced sandbox run
+ * by root owns /usr, and read-only fds of it are what a read-only mapping hands out.
+ */
+static const uint32_t ioctl_denied[] = {
+	/* FS_IOC32_* are the 32-bit ABI's numbers (int-sized); a 64-bit kernel answers
+	 * them for native callers as well. */
+	TIOCSTI, TIOCLINUX,
+	FS_IOC_SETFLAGS, FS_IOC32_SETFLAGS, FS_IOC_FSSETXATTR,
+	FS_IOC_SETVERSION, FS_IOC32_SETVERSION,
+};
+
+/*
+ * Syscalls that name a process by its pid in argument 0. Pid 0 is the caller (a
+ * register value, checked here); any other pid goes to the supervisor, which lets the
+ * call through only for the sandbox's own processes (dispatch.c, handle_pid_arg()).
+ */
+static bool pid_in_arg0(enum sc_id id)
+{
+	switch (id) {
+	case SC_prlimit64:
+	case SC_sched_setparam:
+	case SC_sched_getparam:
+	case SC_sched_setscheduler:
+	case SC_sched_getscheduler:
+	case SC_sched_setaffinity:
+	case SC_sched_getaffinity:
+	case SC_sched_setattr:
+	case SC_sched_getattr:
+	case SC_sched_rr_get_interval:
+	case SC_migrate_pages:
+	case SC_move_pages:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* SysV IPC and POSIX message queues live in the IPC namespace. Namespaced mode has one
+ * of its own; unnamespaced, they would be the host's, so that filter refuses them. */
+static bool host_ipc(enum sc_id id)
+{
+	switch (id) {
+	case SC_shmget:
+	case SC_shmat:
+	case SC_shmctl:
+	case SC_shmdt:
+	case SC_semget:
+	case SC_semop:
+	case SC_semctl:
+	case SC_semtimedop:
+	case SC_msgget:
+	case SC_msgsnd:
+	case SC_msgrcv:
+	case SC_msgctl:
+	case SC_mq_open:
+	case SC_mq_unlink:
+		return true;
+	default:
+		return false;
+	}
+}
+
 static int add_arg_rules(scmp_filter_ctx ctx, const struct sc_entry *e)
 {
 	int err = e->deny_errno ? e->deny_errno : EPERM;
@@ -62,11 +130,9 @@ static int add_arg_rules(scmp_filter_ctx ctx, const struct sc_entry *e)
 	case SC_ioctl:
 		/* The kernel compares the command as a 32-bit int: mask the upper half so
 		 * TIOCSTI | (1ul << 32) cannot slip past a 64-bit compare. */
-		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(err), e->nr, 1,
-				     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCSTI));
-		if (r >= 0)
+		for (size_t i = 0; i < ELEMENTSOF(ioctl_denied) && r >= 0; i++)
 			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(err), e->nr, 1,
-					     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCLINUX));
+					     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, ioctl_denied[i]));
 		return r;
 	case SC_seccomp:
 		/* A second listener would let the sandbox answer its own notifications with
@@ -96,12 +162,32 @@ static int add_arg_rules(scmp_filter_ctx ctx, const struct sc_entry *e)
 		 * option as an int: mask the upper half, as for ioctl. */
 		return seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, e->nr, 1,
 					SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffu, PR_SET_NAME));
+	case SC_setpriority:
+	case SC_getpriority:
+		/* (which, who): only PRIO_PROCESS of the caller is native; other processes,
+		 * and whole process groups and users, go to the supervisor. Both are ints to
+		 * the kernel: a full 64-bit zero is an int zero. */
+		r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, e->nr, 1,
+				     SCMP_A0(SCMP_CMP_NE, PRIO_PROCESS));
+		if (r >= 0)
+			r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, e->nr, 1, SCMP_A1(SCMP_CMP_NE, 0));
+		return r;
+	case SC_ioprio_set:
+	case SC_ioprio_get:
+		r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, e->nr, 1,
+				     SCMP_A0(SCMP_CMP_NE, IOPRIO_WHO_PROCESS));
+		if (r >= 0)
+			r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, e->nr, 1, SCMP_A1(SCMP_CMP_NE, 0));
+		return r;
 	case SC_personality:
 		/* Only PER_LINUX and the 0xffffffff query are allowed; libseccomp cannot
 		 * express "neither of two values" in one rule, so the supervisor decides on
 		 * the register value (no tracee memory involved, so CONTINUE is safe). */
 		return seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, e->nr, 0);
 	default:
+		if (pid_in_arg0(e->id))
+			return seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, e->nr, 1,
+						SCMP_A0(SCMP_CMP_NE, 0));
 		log_debug("no argument rules for %s; left native", e->name);
 		return 0;
 	}
@@ -136,7 +222,7 @@ static int export_bpf(scmp_filter_ctx ctx, struct sock_fprog *ret)
 	return 0;
 }
 
-int sup_filter_build(uint32_t arch, struct sock_fprog *ret_prog)
+int sup_filter_build(uint32_t arch, bool namespaced, struct sock_fprog *ret_prog)
 {
 	_cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL;
 	int r;
@@ -159,6 +245,14 @@ int sup_filter_build(uint32_t arch, struct sock_fprog *ret_prog)
 	for (size_t i = 0; i < sc_count(arch); i++) {
 		const struct sc_entry *e = sc_at(arch, i);
 
+		if (!namespaced && host_ipc(e->id)) {
+			/* As on a kernel built without System V IPC. */
+			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), e->nr, 0);
+			if (r < 0)
+				return log_error_errno(r, "seccomp rule for %s: %s", e->name,
+						       strerror(-r));
+			continue;
+		}
 		switch ((enum sc_handling)e->handling) {
 		case SC_NATIVE:
 			r = 0;

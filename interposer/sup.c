@@ -75,13 +75,14 @@ const char *sup_reason_name(enum sup_reason r)
 
 /* ---- the filter, compiled at build time by gen-filter.c ---- */
 
-extern const struct sock_filter moat_filter_insns[];
-extern const unsigned short moat_filter_len;
+extern const struct sock_filter moat_filter_insns[], moat_filter_unns_insns[];
+extern const unsigned short moat_filter_len, moat_filter_unns_len;
 
-int sup_filter_precompiled(struct sock_fprog *ret_prog)
+int sup_filter_precompiled(bool namespaced, struct sock_fprog *ret_prog)
 {
-	ret_prog->len = moat_filter_len;
-	ret_prog->filter = (struct sock_filter *)moat_filter_insns;
+	ret_prog->len = namespaced ? moat_filter_len : moat_filter_unns_len;
+	ret_prog->filter = (struct sock_filter *)(namespaced ? moat_filter_insns
+							     : moat_filter_unns_insns);
 	return 0;
 }
 
@@ -931,6 +932,7 @@ int sup_run(struct sup_opts *o)
 	R->ctx.vfs = o->vfs;
 	R->ctx.net = o->net;
 	o->pm->namespaced = R->ctx.namespaced;
+	R->ctx.proc = &o->pm->ops;
 
 	{
 		char ne[512];
@@ -951,7 +953,7 @@ int sup_run(struct sup_opts *o)
 		return MOAT_EXIT_FAILURE;
 	}
 
-	r = sup_filter_precompiled(&plan.prog);
+	r = sup_filter_precompiled(R->ctx.namespaced, &plan.prog);
 	if (r < 0)
 		return MOAT_EXIT_FAILURE;
 	if (notify_sizes(&sizes) < 0 || sizes.seccomp_notif < sizeof(struct seccomp_notif))

@@ -101,8 +101,8 @@ int sup_run(struct sup_opts *o);
 
 /* filter.c: compiled at build time (gen-filter.c), installed in the child. */
 struct sock_fprog;
-int sup_filter_build(uint32_t arch, struct sock_fprog *ret_prog);
-int sup_filter_precompiled(struct sock_fprog *ret_prog);
+int sup_filter_build(uint32_t arch, bool namespaced, struct sock_fprog *ret_prog);
+int sup_filter_precompiled(bool namespaced, struct sock_fprog *ret_prog);
 int sup_filter_install(const struct sock_fprog *prog, bool wait_killable);
 
 /* mem.c: bounded copies from and to the tracee. */
