@@ -219,16 +219,42 @@ fail:
 	return r;
 }
 
+static int open_in(const char *dir, const char *file, int flags)
+{
+	char p[PATH_MAX + 64];
+
+	if (!dir[0])
+		return -1;
+	snprintf(p, sizeof(p), "%s/%s", dir, file);
+	return open(p, flags | O_CLOEXEC);
+}
+
+/* What cg_kill() needs, opened now. cgroup.kill is missing before 5.14: the group is
+ * then killed pid by pid from cgroup.procs. */
+static void open_kill_fds(struct cgroup *cg)
+{
+	if (cg->version == 2) {
+		cg->kill_fd = open_in(cg->v2, "cgroup.kill", O_WRONLY);
+		cg->procs_fd = open_in(cg->v2, "cgroup.procs", O_RDONLY);
+	} else {
+		cg->procs_fd = open_in(cg->pids[0] ? cg->pids : cg->memory, "cgroup.procs", O_RDONLY);
+		cg->freezer_fd = open_in(cg->freezer, "freezer.state", O_WRONLY);
+	}
+}
+
 int cg_create(struct cgroup *cg, uint64_t memory, uint64_t pids, char *why, size_t why_len)
 {
 	char name[64], v[32];
 	int r;
 
 	memset(cg, 0, sizeof(*cg));
+	cg->kill_fd = cg->procs_fd = cg->freezer_fd = -1;
 	snprintf(name, sizeof(name), "moat-%d", getpid());
 	r = try_v2(cg, name, memory, pids);
-	if (r >= 0)
+	if (r >= 0) {
+		open_kill_fds(cg);
 		return 0;
+	}
 
 	/* v1: a group per controller. The pids group also serves to find every process
 	 * of the run at kill time; the freezer stops a fork bomb while we kill it. */
@@ -261,6 +287,7 @@ int cg_create(struct cgroup *cg, uint64_t memory, uint64_t pids, char *why, size
 	}
 	(void)make_v1("freezer", name, cg->freezer, sizeof(cg->freezer));
 	cg->version = 1;
+	open_kill_fds(cg);
 	return 0;
 }
 
@@ -281,23 +308,36 @@ int cg_attach(const struct cgroup *cg, pid_t pid)
 	return r;
 }
 
-static int kill_procs_in(const char *dir)
+static int write_fd(int fd, const char *s)
+{
+	size_t len = strlen(s);
+
+	return fd >= 0 && write(fd, s, len) == (ssize_t)len ? 0 : -1;
+}
+
+/* SIGKILL every pid listed in a cgroup.procs opened earlier; the number signalled. */
+static int kill_procs_in(int procs_fd)
 {
 	char buf[65536];
-	int n = 0;
+	ssize_t n;
+	int killed = 0;
 
-	if (read_str(dir, "cgroup.procs", buf, sizeof(buf)) < 0)
+	if (procs_fd < 0 || lseek(procs_fd, 0, SEEK_SET) < 0)
 		return 0;
+	n = read(procs_fd, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
 	for (char *l = buf; *l;) {
 		pid_t p = (pid_t)strtol(l, &l, 10);
 		if (p > 0 && kill(p, SIGKILL) == 0)
-			n++;
+			killed++;
 		while (*l == '\n')
 			l++;
 		if (!*l || (*l < '0' || *l > '9'))
 			break;
 	}
-	return n;
+	return killed;
 }
 
 void cg_kill(const struct cgroup *cg)
@@ -306,24 +346,21 @@ void cg_kill(const struct cgroup *cg)
 
 	if (cg->version == 2) {
 		/* Linux 5.14: one write kills the whole group, forks in flight included. */
-		if (write_str(cg->v2, "cgroup.kill", "1") >= 0)
+		if (write_fd(cg->kill_fd, "1") >= 0)
 			return;
-		for (int i = 0; i < 500 && kill_procs_in(cg->v2) > 0; i++)
+		for (int i = 0; i < 500 && kill_procs_in(cg->procs_fd) > 0; i++)
 			nanosleep(&pause, NULL);
 		return;
 	}
-	if (cg->freezer[0])
-		(void)write_str(cg->freezer, "freezer.state", "FROZEN");
+	(void)write_fd(cg->freezer_fd, "FROZEN");
 	for (int i = 0; i < 500; i++) {
-		if (kill_procs_in(cg->pids[0] ? cg->pids : cg->memory) == 0)
+		if (kill_procs_in(cg->procs_fd) == 0)
 			break;
 		/* SIGKILL is delivered to frozen tasks once they thaw. */
-		if (cg->freezer[0])
-			(void)write_str(cg->freezer, "freezer.state", "THAWED");
+		(void)write_fd(cg->freezer_fd, "THAWED");
 		nanosleep(&pause, NULL);
 	}
-	if (cg->freezer[0])
-		(void)write_str(cg->freezer, "freezer.state", "THAWED");
+	(void)write_fd(cg->freezer_fd, "THAWED");
 }
 
 void cg_stats(const struct cgroup *cg, struct cgroup_stats *ret)
@@ -360,6 +397,9 @@ static void rmdir_retry(char *dir)
 
 void cg_destroy(struct cgroup *cg)
 {
+	cg->kill_fd = safe_close(cg->kill_fd);
+	cg->procs_fd = safe_close(cg->procs_fd);
+	cg->freezer_fd = safe_close(cg->freezer_fd);
 	rmdir_retry(cg->v2);
 	rmdir_retry(cg->pids);
 	rmdir_retry(cg->memory);

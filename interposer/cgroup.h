@@ -19,6 +19,11 @@ struct cgroup {
 	char memory[PATH_MAX];
 	char freezer[PATH_MAX];
 	bool has_memory, has_pids;
+	/* Opened at creation, so that killing the group needs no open() (the sandbox
+	 * may have left the supervisor without a free fd); -1 when absent. */
+	int kill_fd;                 /* v2 cgroup.kill */
+	int procs_fd;                /* cgroup.procs of v2, or of v1 pids (else memory) */
+	int freezer_fd;              /* v1 freezer.state */
 };
 
 struct cgroup_stats {
@@ -31,7 +36,7 @@ struct cgroup_stats {
 int cg_create(struct cgroup *cg, uint64_t memory, uint64_t pids, char *why, size_t why_len);
 int cg_attach(const struct cgroup *cg, pid_t pid);
 /* Kill every process in the cgroup (freezing first where possible, so a fork bomb
- * cannot outrun the kill). */
+ * cannot outrun the kill), through the fds opened by cg_create() only. */
 void cg_kill(const struct cgroup *cg);
 void cg_stats(const struct cgroup *cg, struct cgroup_stats *ret);
 void cg_destroy(struct cgroup *cg);

@@ -475,13 +475,73 @@ static void reap(struct run *R)
 		}
 }
 
+/* Through the pidfd: once the keeper is reaped, its pid may be another process's. */
+static void signal_keeper(struct run *R, int sig)
+{
+	if (R->pidfd >= 0)
+		(void)syscall(SYS_pidfd_send_signal, R->pidfd, sig, NULL, 0);
+	else if (!R->keeper_done)
+		kill(R->keeper, sig);
+}
+
+/* test_hooks builds: MOAT_TEST_TEARDOWN_NOFILE=N leaves the supervisor with no fd to
+ * open beyond N when the run ends, as a sandbox that exhausted them would. */
+static void test_hook_nofile(void)
+{
+#if MOAT_TEST_HOOKS
+	const char *e = getenv("MOAT_TEST_TEARDOWN_NOFILE");
+
+	if (e) {
+		struct rlimit rl = { .rlim_cur = strtoul(e, NULL, 10), .rlim_max = strtoul(e, NULL, 10) };
+
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
+#endif
+}
+
+/*
+ * How long the keeper may take to kill the tree when asked. Unnamespaced, the keeper is
+ * the subreaper of the whole tree and, on SIGTERM from us, kills its descendants before
+ * it exits. Its limits and fd table are out of the sandbox's reach (it is not one of
+ * the sandbox's pids, see handle_pid_arg()), ours may not be: a supervisor left without
+ * a free fd cannot walk /proc. Namespaced, SIGKILL of pid 1 is enough.
+ */
+#define KEEPER_SWEEP_MS 2000
+
 static void stop(struct run *R, enum sup_reason reason, int sig)
 {
 	if (R->reason == SUP_REASON_EXITED) {
 		R->reason = reason;
 		R->stop_signal = sig;
 	}
-	kill(R->keeper, SIGKILL);
+	test_hook_nofile();
+	if (!R->ctx.namespaced && !R->keeper_done && R->pidfd >= 0) {
+		struct timespec pause = { 0, 1000 * 1000 };
+		siginfo_t si;
+
+		signal_keeper(R, SIGTERM);
+		/* Not poll() on the pidfd: it fails with EINVAL when RLIMIT_NOFILE is below
+		 * the number of fds it is given. WNOWAIT leaves the keeper to reap(). */
+		for (int ms = 0; ms < KEEPER_SWEEP_MS; ms++) {
+			si.si_pid = 0;
+			if (waitid(P_PID, (id_t)R->keeper, &si, WEXITED | WNOHANG | WNOWAIT) < 0 ||
+			    si.si_pid == R->keeper)
+				break;
+			nanosleep(&pause, NULL);
+		}
+	}
+	signal_keeper(R, SIGKILL);
+}
+
+/* The soft limit up to the hard one: the last sweep opens /proc files. */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
 }
 
 static void on_signal(struct run *R)
@@ -1065,10 +1125,14 @@ int sup_run(struct sup_opts *o)
 	if (r < 0)
 		log_error("supervisor loop failed: %s", strerror(-r));
 
-	/* Teardown: whatever ended the run, nothing of it survives. */
-	kill(R->keeper, SIGKILL);
+	/* Teardown: whatever ended the run, nothing of it survives. The keeper and the
+	 * cgroup are killed through fds opened before the sandbox started; only the last
+	 * sweep of our own descendants (orphans of a keeper that died) needs open(). */
+	test_hook_nofile();
+	signal_keeper(R, SIGKILL);
 	if (R->have_cg)
 		cg_kill(&R->cg);
+	raise_nofile();
 	kill_descendants(getpid());
 	notifier_stop(R);
 	if (!R->keeper_done && waitpid(R->keeper, &R->keeper_status, 0) == R->keeper)

@@ -19,20 +19,14 @@ survivors() { pgrep -af -- "$1" | grep -v "pgrep" || true; }
 # kill_marked MARKER: end what a failing case left behind (found by our marker).
 kill_marked() { local p; for p in $(pgrep -f -- "$1"); do kill -9 "$p" 2>/dev/null; done; }
 
-# descendants PID: PID and every process below it.
-descendants() {
-	local p c
-	for p in "$@"; do
-		echo "$p"
-		for c in $(pgrep -P "$p"); do descendants "$c"; done
-	done
-}
-# pids_cgroup PID: the pids-controller directory a descendant of moat runs in
-# (cgroup v1 pids hierarchy, else the v2 unified one), or nothing.
+# pids_cgroup PID: the pids-controller directory moat's child, the keeper, runs in
+# (cgroup v1 pids hierarchy, else the v2 unified one), or nothing. Only the keeper:
+# walking every descendant of a fork bomb takes seconds on a loaded machine, so a
+# round that came before the keeper joined the run's cgroup used up the whole run.
 pids_cgroup() {
 	local p line path v2
 	v2=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
-	for p in $(descendants "$1" | tail -n +2); do
+	for p in $(pgrep -P "$1"); do
 		line=$(grep -m1 ':pids:' "/proc/$p/cgroup" 2>/dev/null)
 		path=${line#*:pids:}
 		if [ -n "$line" ] && [ "$path" != / ] && [ -f "/sys/fs/cgroup/pids$path/pids.current" ]; then
