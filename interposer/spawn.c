@@ -439,6 +439,11 @@ _noreturn_ static void command_main(struct spawn_plan *p, pid_t keeper)
 
 	if (!o->stdin_pass && dup2(p->devnull_fd, STDIN_FILENO) < 0)
 		child_fail(p->sync_fd, STAGE_FDS, errno);
+	/* A terminal on stdout or stderr is replaced by the slave of a pty of the run's
+	 * own (term.h says why). */
+	for (int fd = STDOUT_FILENO; fd <= STDERR_FILENO; fd++)
+		if (p->stdio[fd] >= 0 && dup2(p->stdio[fd], fd) < 0)
+			child_fail(p->sync_fd, STAGE_FDS, errno);
 	/* Every inherited fd but 0-2 disappears at exec; the sync socket stays open until
 	 * then so exec failures can still be reported. */
 	if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)

@@ -43,6 +43,7 @@ struct spawn_plan {
 	char **envp;            /* built before fork: no allocation in the child */
 	const char *cwd;        /* where the command starts (virtual path) */
 	int devnull_fd;
+	int stdio[3];           /* the command's fd 0-2 if >= 0 (term.c's ptys), else inherited */
 	int sync_fd;            /* child's end of the socketpair */
 	uid_t uid;
 	gid_t gid;

@@ -54,6 +54,7 @@
 #include "sandbox-net.h"
 #include "spawn.h"
 #include "sup.h"
+#include "term.h"
 #include "vfs.h"
 
 static const char *const reason_names[_SUP_REASON_MAX] = {
@@ -215,6 +216,7 @@ struct run {
 	int setup_errno, setup_stage;
 	struct cgroup_stats cgs;        /* read once at teardown */
 	struct rusage ru;               /* of every reaped descendant, at teardown */
+	struct term_relay term;         /* ptys between the command and our terminal */
 	struct vfs_change *changes;     /* owned copies, hashed once for report and audit */
 	size_t n_changes;
 	bool sync_wake_up;
@@ -1044,6 +1046,12 @@ int sup_run(struct sup_opts *o)
 	plan.devnull_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (!plan.envp || plan.devnull_fd < 0)
 		return log_error_errno(-ENOMEM, "cannot prepare the environment"), MOAT_EXIT_FAILURE;
+	r = term_relay_prepare(&R->term, !o->tty);
+	if (r < 0)
+		return log_error_errno(r, "cannot put a pty between the sandbox and the terminal: "
+				       "%s (redirect its output, or share the terminal with --tty)",
+				       strerror(-r)), MOAT_EXIT_FAILURE;
+	memcpy(plan.stdio, R->term.slave, sizeof(plan.stdio));
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return log_error_errno(-errno, "socketpair: %m"), MOAT_EXIT_FAILURE;
 	/* The kernel stamps each message with the sender's pid in our namespace. */
@@ -1063,6 +1071,9 @@ int sup_run(struct sup_opts *o)
 
 	R->keeper = spawn_start(&plan, &R->pidfd);
 	safe_close(sv[1]);
+	r = R->keeper >= 0 ? term_relay_start(&R->term) : 0;
+	if (r < 0)
+		log_error("cannot copy the sandbox's output to the terminal: %s", strerror(-r));
 	if (R->keeper < 0)
 		return log_error_errno(R->keeper, "cannot start the sandbox: %s%s",
 				       strerror(-R->keeper),
@@ -1137,6 +1148,8 @@ int sup_run(struct sup_opts *o)
 	notifier_stop(R);
 	if (!R->keeper_done && waitpid(R->keeper, &R->keeper_status, 0) == R->keeper)
 		R->keeper_done = true;
+	/* Everything that held a pty slave is gone: its last output goes out before ours. */
+	term_relay_finish(&R->term);
 	R->t_end = now_mono_ns();
 	/* The namespace's mounts went with its last process: account on the host. */
 	if (R->ctx.namespaced)

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Without --tty the sandbox must neither read what the user types into the terminal
+# moat runs from, nor change that terminal's settings. stdout and stderr used to be the
+# terminal itself, open read-write: the sandbox read keystrokes from fd 1 and turned
+# echo off with TCSETS (which checks neither the fd's mode nor, from outside the
+# terminal's session, the caller), and echo stayed off after moat exited. Each case
+# starts moat from a pty that is its controlling terminal (term-typed.py), types a
+# line once the sandbox is listening on fds 0-2, and reads from outside: the line is
+# still unread in the terminal's input queue, nothing of it reached the sandbox (a
+# file it wrote), and echo is still on when moat has exited.
+. "${MOAT_SRC:?}/tests/lib/tap.sh"
+
+plan 8
+HERE="$MOAT_SRC/tests/escape/core"
+command -v python3 >/dev/null || skip_all "python3 is needed to drive a terminal"
+WS="$TMP/ws"
+mkdir -p "$WS"
+cd "$WS" || exit 1
+
+# listen.py, run inside: says READY, reads whatever fds 0-2 yield for 3 s into
+# got.txt, then clears ECHO on every one of them that is a terminal.
+cat >listen.py <<'PYEOF'
+import os, select, termios, time
+print("READY", flush=True)
+got = b""
+end = time.monotonic() + 3
+while time.monotonic() < end:
+    # one select per read: fds 1 and 2 may share one input queue
+    for fd in (1, 2, 0):
+        if select.select([fd], [], [], 0)[0]:
+            try:
+                got += os.read(fd, 4096)
+            except OSError:
+                pass
+    time.sleep(0.05)
+with open("got.txt", "wb") as f:
+    f.write(got)
+for fd in (0, 1, 2):
+    try:
+        a = termios.tcgetattr(fd)
+        a[3] &= ~termios.ECHO
+        termios.tcsetattr(fd, termios.TCSANOW, a)
+    except termios.error:
+        pass
+print("SANDBOX-DONE", flush=True)
+PYEOF
+
+SECRET="typed-$$-$RANDOM"
+for mode in namespaced unnamespaced; do
+	rm -f got.txt
+	term=$(python3 "$HERE/term-typed.py" "$SECRET" "$MOAT" run -q --mode "$mode" -- python3 listen.py 2>&1)
+
+	if [ -e got.txt ] && ! grep -q "$SECRET" got.txt && echo "$term" | grep -q "UNREAD b'$SECRET"; then
+		pass "$mode: the line typed into the terminal is still unread, and not in the sandbox"
+	else
+		fail "$mode: the line typed into the terminal is still unread, and not in the sandbox" \
+			"sandbox read: $(cat got.txt 2>&1); terminal: $term"
+	fi
+	echo "$term" | grep -qx "ECHO on"
+	ok $? "$mode: the terminal's echo is still on after moat exited" "$term"
+	echo "$term" | grep -q "SANDBOX-DONE" && echo "$term" | grep -qx "EXIT 0"
+	ok $? "$mode: the sandbox's output reached the terminal, moat exited 0 (control)" "$term"
+
+	# control: with --tty the terminal is shared, as documented
+	term=$(python3 "$HERE/term-typed.py" "$SECRET" "$MOAT" run -q --mode "$mode" --tty -- \
+		sh -c 'echo READY; read -r line; echo "got <$line>"' 2>&1)
+	echo "$term" | grep -q "got <$SECRET>"
+	ok $? "$mode: with --tty the command reads the terminal (control)" "$term"
+done
+finish
