@@ -1046,7 +1046,7 @@ int sup_run(struct sup_opts *o)
 	plan.devnull_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (!plan.envp || plan.devnull_fd < 0)
 		return log_error_errno(-ENOMEM, "cannot prepare the environment"), MOAT_EXIT_FAILURE;
-	r = term_relay_prepare(&R->term, !o->tty);
+	r = term_relay_prepare(&R->term, !o->tty, o->stdin_pass);
 	if (r < 0)
 		return log_error_errno(r, "cannot put a pty between the sandbox and the terminal: "
 				       "%s (redirect its output, or share the terminal with --tty)",

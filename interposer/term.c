@@ -53,13 +53,16 @@ static int make_pty(int real, int *ret_master, int *ret_slave)
 	return 0;
 }
 
-int term_relay_prepare(struct term_relay *t, bool relay)
+int term_relay_prepare(struct term_relay *t, bool relay, bool stdin_pass)
 {
 	struct stat st[3];
 	int r;
 
-	for (int fd = 0; fd < 3; fd++)
+	for (int fd = 0; fd < 3; fd++) {
 		t->slave[fd] = -1;
+		t->have_saved[fd] = (fd > 0 ? !relay : stdin_pass) &&
+				    tcgetattr(fd, &t->saved[fd]) == 0;
+	}
 	for (int i = 0; i < 2; i++)
 		t->pump[i] = (struct term_pump){ .master = -1, .out = -1 };
 	for (int fd = 1; fd <= 2 && relay; fd++) {
@@ -131,6 +134,27 @@ int term_relay_start(struct term_relay *t)
 	return r;
 }
 
+/* The command may have turned echo off, or left raw mode on when it was killed: what a
+ * terminal held by the command looked like at the start comes back. A background moat
+ * would be stopped by SIGTTOU for it; blocked, the kernel lets the change through. */
+static void restore_settings(struct term_relay *t)
+{
+	sigset_t ttou, old;
+
+	sigemptyset(&ttou);
+	sigaddset(&ttou, SIGTTOU);
+	pthread_sigmask(SIG_BLOCK, &ttou, &old);
+	for (int fd = 0; fd < 3; fd++) {
+		struct termios now;
+
+		if (t->have_saved[fd] && tcgetattr(fd, &now) == 0 &&
+		    memcmp(&now, &t->saved[fd], sizeof(now)) != 0)
+			(void)tcsetattr(fd, TCSANOW, &t->saved[fd]);
+		t->have_saved[fd] = false;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
 void term_relay_finish(struct term_relay *t)
 {
 	struct timespec deadline;
@@ -154,4 +178,5 @@ void term_relay_finish(struct term_relay *t)
 		safe_close(t->slave[2]);
 	safe_close(t->slave[1]);
 	t->slave[1] = t->slave[2] = -1;
+	restore_settings(t);
 }

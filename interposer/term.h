@@ -15,6 +15,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <termios.h>
 
 struct term_pump {
 	int master;           /* -1: unused */
@@ -26,13 +27,19 @@ struct term_pump {
 struct term_relay {
 	int slave[3];         /* the command's fd 0-2, -1: inherited as it is */
 	struct term_pump pump[2];
+	/* A terminal the command does get (stdin with --stdin, all with --tty): its
+	 * settings when the run started, put back when it ends. */
+	struct termios saved[3];
+	bool have_saved[3];
 };
 
 /* Before the fork, with relay (no --tty): a pty for stdout and one for stderr when they
  * are terminals (one for both when they are the same terminal). -errno when a pty
- * cannot be made. Without relay, nothing: the command inherits fds 1 and 2. */
-int term_relay_prepare(struct term_relay *t, bool relay);
+ * cannot be made. Without relay, nothing: the command inherits fds 1 and 2. stdin_pass:
+ * fd 0 goes to the command as it is. */
+int term_relay_prepare(struct term_relay *t, bool relay, bool stdin_pass);
 /* After the fork: drop our copies of the slaves and start copying. */
 int term_relay_start(struct term_relay *t);
-/* Once the run's processes are gone: copy what is left (bounded), stop, close. */
+/* Once the run's processes are gone: copy what is left (bounded), stop, close, and put
+ * back the settings of a terminal the command held. */
 void term_relay_finish(struct term_relay *t);

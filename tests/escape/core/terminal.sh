@@ -7,10 +7,11 @@
 # starts moat from a pty that is its controlling terminal (term-typed.py), types a
 # line once the sandbox is listening on fds 0-2, and reads from outside: the line is
 # still unread in the terminal's input queue, nothing of it reached the sandbox (a
-# file it wrote), and echo is still on when moat has exited.
+# file it wrote), and echo is still on when moat has exited. With --stdin the sandbox
+# holds the terminal as its stdin, as asked; moat puts its settings back at the end.
 . "${MOAT_SRC:?}/tests/lib/tap.sh"
 
-plan 8
+plan 10
 HERE="$MOAT_SRC/tests/escape/core"
 command -v python3 >/dev/null || skip_all "python3 is needed to drive a terminal"
 WS="$TMP/ws"
@@ -60,6 +61,12 @@ for mode in namespaced unnamespaced; do
 	ok $? "$mode: the terminal's echo is still on after moat exited" "$term"
 	echo "$term" | grep -q "SANDBOX-DONE" && echo "$term" | grep -qx "EXIT 0"
 	ok $? "$mode: the sandbox's output reached the terminal, moat exited 0 (control)" "$term"
+
+	# --stdin hands the terminal over as stdin, as asked: its settings are put back
+	term=$(python3 "$HERE/term-typed.py" "$SECRET" "$MOAT" run -q --mode "$mode" --stdin -- \
+		python3 listen.py 2>&1)
+	echo "$term" | grep -qx "ECHO on" && echo "$term" | grep -q "SANDBOX-DONE"
+	ok $? "$mode: with --stdin, echo turned off on stdin is on again after moat exited" "$term"
 
 	# control: with --tty the terminal is shared, as documented
 	term=$(python3 "$HERE/term-typed.py" "$SECRET" "$MOAT" run -q --mode "$mode" --tty -- \
