@@ -3,7 +3,8 @@
 # sched_setaffinity) reach only the sandbox's own processes. The kernel lets a process
 # of the same uid change another's limits, nice value and scheduling, so without a
 # check the sandbox could limit the supervisor (an RLIMIT_FSIZE kills it at its next
-# write) or renice host processes. Each case names a process outside the sandbox and
+# write) or renice host processes. Each case names a process outside the sandbox (and
+# the host's process group, which setpriority can name too) and
 # then reads its limits, nice value and policy from outside, while the run still holds.
 # A control changes the same things on the sandbox's own child.
 . "${MOAT_SRC:?}/tests/lib/tap.sh"
@@ -30,8 +31,8 @@ for mode in namespaced unnamespaced; do
 	# The command tries each call on the supervisor, on the keeper (its parent: pid 1 in
 	# a pid namespace, moat's child otherwise) and on the host sleep, then holds the run
 	# open until the checks below are done.
-	sh -c 'exec "$0" run -q --mode "$1" --setenv HOST "$2" --setenv SUP $$ -- sh -c "$3"' \
-		"$MOAT" "$mode" "$HOST" '
+	sh -c 'exec "$0" run -q --mode "$1" --setenv HOST "$2" --setenv PG "$3" --setenv SUP $$ \
+		-- sh -c "$4"' "$MOAT" "$mode" "$HOST" "$(ps -o pgid= -p "$HOST" | tr -d ' ')" '
 		for p in $SUP $PPID $HOST; do
 			prlimit --pid $p --core=12345:12345 && echo "prlimit $p worked"
 			prlimit --pid $p --fsize=4096 && echo "fsize $p worked"
@@ -39,6 +40,7 @@ for mode in namespaced unnamespaced; do
 			taskset -p 1 $p >/dev/null && echo "taskset $p worked"
 			chrt -f -p 1 $p && echo "chrt $p worked"
 		done
+		renice -n 13 -g $PG >/dev/null && echo "renice of the host process group $PG worked"
 		sleep 30 & c=$!
 		prlimit --pid $c --nofile=77:77 && renice -n 5 -p $c >/dev/null && echo "own child ok $(cut -d" " -f19 /proc/$c/stat)"
 		kill $c
@@ -54,7 +56,7 @@ for mode in namespaced unnamespaced; do
 	host_policy=$(policy_of "$HOST")
 	wait "$moat"
 	rc=$?
-	chrt -o -p 0 "$HOST" 2>/dev/null; renice -n 0 -p "$HOST" >/dev/null 2>&1
+	chrt -o -p 0 "$HOST" 2>/dev/null; renice -n 0 -g "$(ps -o pgid= -p "$HOST")" >/dev/null 2>&1
 
 	[ -e ready ] || { fail "$mode: the run reached its checks" "exit $rc: $(cat out.txt)"; }
 	if [ "$sup_core" != "12345 12345" ] && [ "$sup_fsize" != "4096 4096" ] && [ "$sup_nice" != 13 ]; then
