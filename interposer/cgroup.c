@@ -139,9 +139,13 @@ static int make_v1(const char *controller, const char *name, char *ret, size_t l
 	snprintf(base, sizeof(base), "/sys/fs/cgroup/%s", controller);
 	if (stat(base, &st) < 0)
 		return -ENOENT;
-	snprintf(ret, len, "%s%s", base, strcmp(own, "/") ? own : "");
+	if ((size_t)snprintf(ret, len, "%s%s", base, strcmp(own, "/") ? own : "") >= len)
+		return -ENAMETOOLONG;
 	remove_stale(ret);
-	snprintf(ret, len, "%s%s/%s", base, strcmp(own, "/") ? own : "", name);
+	if ((size_t)snprintf(ret, len, "%s%s/%s", base, strcmp(own, "/") ? own : "", name) >= len) {
+		ret[0] = '\0';
+		return -ENAMETOOLONG;
+	}
 	if (mkdir(ret, 0755) < 0 && errno != EEXIST) {
 		int r = negative_errno();
 		ret[0] = '\0';
@@ -188,7 +192,10 @@ static int try_v2(struct cgroup *cg, const char *name, uint64_t memory, uint64_t
 	if (pids)
 		(void)write_str(parent, "cgroup.subtree_control", "+pids");
 	remove_stale(parent);
-	snprintf(cg->v2, sizeof(cg->v2), "%s/%s", parent, name);
+	if ((size_t)snprintf(cg->v2, sizeof(cg->v2), "%s/%s", parent, name) >= sizeof(cg->v2)) {
+		cg->v2[0] = '\0';
+		return -ENAMETOOLONG;
+	}
 	if (mkdir(cg->v2, 0755) < 0 && errno != EEXIST) {
 		r = negative_errno();
 		cg->v2[0] = '\0';
@@ -427,7 +434,9 @@ static int kill_tree_once(pid_t pid)
 
 		if (de->d_name[0] == '.')
 			continue;
-		snprintf(p, sizeof(p), "/proc/%d/task/%s/children", pid, de->d_name);
+		if ((size_t)snprintf(p, sizeof(p), "/proc/%d/task/%s/children", pid, de->d_name) >=
+		    sizeof(p))
+			continue; /* not a tid */
 		fd = open(p, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			continue;
