@@ -51,6 +51,7 @@ static const char run_usage[] =
 	"  -v, --verbose          one line per denial on stderr\n"
 	"  -q, --quiet            no denial summary\n"
 	"  --report FILE          JSON result: status, reason, times, denials, changed files\n"
+	"  --events FILE|fd:N     live JSON lines: denials with rule and hint, limits, result\n"
 	"  --audit FILE           decision stream (.moat); --audit-key FILE signs it\n"
 	"  --audit-stacks denied|all   --session ID   --tenant ID\n"
 	"\n"
@@ -115,7 +116,7 @@ enum {
 	OPT_MODE = 1000, OPT_TTY, OPT_STDIN, OPT_STRICT, OPT_TIMEOUT, OPT_MEMORY, OPT_PIDS,
 	OPT_CPU, OPT_NOFILE, OPT_FSIZE, OPT_SETENV, OPT_KEEPENV, OPT_REPORT, OPT_AUDIT,
 	OPT_AUDIT_KEY, OPT_AUDIT_STACKS, OPT_SESSION, OPT_TENANT, OPT_POLICY, OPT_PROFILE,
-	OPT_DIRECTIVE, OPT_JSON,
+	OPT_DIRECTIVE, OPT_JSON, OPT_EVENTS,
 };
 
 static const struct option run_options[] = {
@@ -134,6 +135,7 @@ static const struct option run_options[] = {
 	{ "setenv", required_argument, NULL, OPT_SETENV },
 	{ "keep-env", required_argument, NULL, OPT_KEEPENV },
 	{ "report", required_argument, NULL, OPT_REPORT },
+	{ "events", required_argument, NULL, OPT_EVENTS },
 	{ "audit", required_argument, NULL, OPT_AUDIT },
 	{ "audit-key", required_argument, NULL, OPT_AUDIT_KEY },
 	{ "audit-stacks", required_argument, NULL, OPT_AUDIT_STACKS },
@@ -248,6 +250,9 @@ static int parse_run_options(struct cli *c, int argc, char **argv, const char *u
 			break;
 		case OPT_REPORT:
 			o->report_path = optarg;
+			break;
+		case OPT_EVENTS:
+			o->events_spec = optarg;
 			break;
 		case OPT_AUDIT:
 			o->audit_path = optarg;

@@ -46,6 +46,7 @@
 #include "cgroup.h"
 #include "cleanup.h"
 #include "dispatch.h"
+#include "events.h"
 #include "log.h"
 #include "macros.h"
 #include "missing-seccomp.h"
@@ -694,6 +695,33 @@ static void not_enforced(struct run *R, const char *what)
 	log_warning("%s", what);
 }
 
+/* ---- live events (events.h) ---- */
+
+static void run_events(struct run *R, int status)
+{
+	const struct rusage *ru = &R->ru;
+	uint64_t cpu_ns;
+
+	if (!R->ctx.events)
+		return;
+	switch (R->reason) {
+	case SUP_REASON_TIMEOUT:
+	case SUP_REASON_MEMORY:
+	case SUP_REASON_PIDS:
+	case SUP_REASON_CPU:
+		events_limit(R->ctx.events, sup_reason_name(R->reason), NULL);
+		break;
+	default:
+		break;
+	}
+	cpu_ns = (uint64_t)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000000000ull +
+		 (uint64_t)(ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) * 1000ull;
+	events_result(R->ctx.events, status, sup_reason_name(R->reason), R->t_end - R->t_start,
+		      cpu_ns, atomic_load(&R->ctx.n.denied));
+	events_close(R->ctx.events);
+	R->ctx.events = NULL;
+}
+
 /* ---- the audit stream ---- */
 
 static uint64_t wall_ns(void)
@@ -999,6 +1027,10 @@ int sup_run(struct sup_opts *o)
 	signal(SIGPIPE, SIG_IGN);
 	R->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 
+	/* Before the sandbox exists: its path is never one the sandbox could have planted. */
+	if (o->events_spec && events_open(o->events_spec, &R->ctx.events) < 0)
+		return MOAT_EXIT_FAILURE;
+
 	R->keeper = spawn_start(&plan, &R->pidfd);
 	safe_close(sv[1]);
 	if (R->keeper < 0)
@@ -1092,6 +1124,7 @@ int sup_run(struct sup_opts *o)
 	else if (R->reason == SUP_REASON_MEMORY)
 		log_notice("killed: the run exceeded its memory limit");
 	denial_summary(R);
+	run_events(R, status);
 	if (o->report_path)
 		write_report(R, status);
 	if (R->ctx.audit) {

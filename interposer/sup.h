@@ -56,6 +56,7 @@ struct sup_opts {
 	char **keep_env;              /* --keep-env NAME */
 	size_t n_keep_env;
 	const char *report_path;
+	const char *events_spec;       /* --events FILE|fd:N (events.h) */
 	const char *audit_path;
 	const char *audit_key;
 	const char *session, *tenant;
