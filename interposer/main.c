@@ -26,6 +26,7 @@
 #include "proc-ops.h"
 #include "replay.h"
 #include "sc.h"
+#include "serve.h"
 #include "sup.h"
 #include "vfs.h"
 
@@ -60,6 +61,7 @@ static const char run_usage[] =
 
 static const char main_usage[] =
 	"usage: moat run [OPTIONS] -- COMMAND [ARG...]\n"
+	"       moat serve --socket PATH [--max-sandboxes N] [--max-running N]\n"
 	"       moat syscalls [--arch x86_64|aarch64] [--json]\n"
 	"       moat policy check FILE\n"
 	"       moat policy show [--json] [RUN OPTIONS]\n"
@@ -448,6 +450,8 @@ int main(int argc, char **argv)
 	}
 	if (streq(argv[1], "run"))
 		return cmd_run(argc - 1, argv + 1);
+	if (streq(argv[1], "serve"))
+		return serve_cli(argc - 1, argv + 1);
 	if (streq(argv[1], "syscalls"))
 		return cmd_syscalls(argc - 1, argv + 1);
 	if (streq(argv[1], "policy"))
