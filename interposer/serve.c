@@ -51,9 +51,12 @@
 #include "log.h"
 #include "macros.h"
 #include "moat-config.h"
+#include "net.h"
 #include "policy.h"
+#include "proc-ops.h"
 #include "serve.h"
 #include "sup.h"
+#include "vfs.h"
 
 #define LINE_MAX_BYTES (16u << 20)     /* one request (a put carries a file) */
 #define OUT_MAX_BYTES (64u << 20)      /* a client that stops reading is dropped past this */
@@ -109,16 +112,26 @@ struct sandbox {
 	char **args;                    /* `moat run` options for every exec */
 	size_t n_args;
 	struct exec *running;
+	bool queued;                    /* an exec waits for a slot (struct waiting) */
 	unsigned n_execs;
 	bool dying;
 };
 
 struct client {
 	struct client *next;
+	unsigned long serial;           /* names the client in the queue of waiting execs */
 	struct src s;
 	struct buf in, out;
 	size_t out_off;
 	bool closing;
+};
+
+/* An exec that waits for one of the --max-running slots. */
+struct waiting {
+	struct waiting *next;
+	unsigned long client;
+	char sandbox[32];
+	json_t *id, *req;
 };
 
 struct server {
@@ -131,6 +144,8 @@ struct server {
 	struct client *clients;
 	struct sandbox *sandboxes;
 	struct exec *dead;
+	struct waiting *waiting, **waiting_tail; /* execs beyond --max-running, in order */
+	unsigned long next_client;
 	unsigned next_sandbox, n_sandboxes, n_running;
 	unsigned max_sandboxes, max_running;
 	bool stop;
@@ -410,6 +425,15 @@ static int write_policy(const char *path, const char *text, char *err, size_t er
 	close(fd);
 	/* The run would refuse it with exit 125; say why now, naming the line. */
 	r = policy_load_file(&p, path, err, errlen);
+	if (r >= 0) {
+		struct proc_map pm = { 0 };
+		struct vfs *v = NULL;
+		struct net *n = NULL;
+
+		r = policy_apply(&p, proc_map_init(&pm), &v, &n, err, errlen);
+		vfs_free(v);
+		net_free(n);
+	}
 	policy_done(&p);
 	return r;
 }
@@ -575,7 +599,7 @@ static int make_pipe(int p[2], bool parent_reads)
 	return 0;
 }
 
-static void op_exec(struct server *S, struct client *c, json_t *id, json_t *req)
+static void op_exec(struct server *S, struct client *c, json_t *id, json_t *req, bool dequeued)
 {
 	const char *sid = json_string_value(json_object_get(req, "sandbox"));
 	json_t *jargv = json_object_get(req, "argv"), *jin = json_object_get(req, "stdin");
@@ -590,11 +614,23 @@ static void op_exec(struct server *S, struct client *c, json_t *id, json_t *req)
 	if (!sb)
 		return send_error(S, c, id, "not_found", "no sandbox '%s' on this connection",
 				  sid ? sid : "(none given)");
-	if (sb->running)
+	if (sb->running || (sb->queued && !dequeued))
 		return send_error(S, c, id, "busy", "sandbox %s is running a command already", sb->id);
-	if (S->n_running >= S->max_running)
-		return send_error(S, c, id, "limit", "%u commands are running, this server's maximum "
-				  "(--max-running)", S->max_running);
+	sb->queued = false;
+	if (S->n_running >= S->max_running && !dequeued) {
+		struct waiting *w = calloc(1, sizeof(*w));
+
+		if (!w)
+			return send_error(S, c, id, "internal", "out of memory");
+		w->client = c->serial;
+		snprintf(w->sandbox, sizeof(w->sandbox), "%s", sb->id);
+		w->id = json_incref(id);
+		w->req = json_incref(req);
+		*S->waiting_tail = w;
+		S->waiting_tail = &w->next;
+		sb->queued = true; /* busy from now on, as if it ran */
+		return;
+	}
 	if (!json_is_array(jargv) || !(n = json_array_size(jargv)))
 		return send_error(S, c, id, "bad_request", "exec: argv is a non-empty array of strings");
 	json_array_foreach(jargv, i, v)
@@ -751,6 +787,32 @@ static void exec_finish(struct server *S, struct exec *x)
 	S->dead = x;
 	if (sb->dying)
 		sandbox_free(S, sb);
+}
+
+/* Start what waits, while slots are free; entries whose client or sandbox went are dropped. */
+static void start_waiting(struct server *S)
+{
+	while (S->waiting && S->n_running < S->max_running) {
+		struct waiting *w = S->waiting;
+		struct client *c = NULL;
+		struct sandbox *sb = NULL;
+
+		S->waiting = w->next;
+		if (!S->waiting)
+			S->waiting_tail = &S->waiting;
+		for (c = S->clients; c && c->serial != w->client; c = c->next)
+			;
+		if (c && !c->closing)
+			sb = sandbox_find(S, c, w->sandbox);
+		if (sb && sb->queued)
+			op_exec(S, c, w->id, w->req, true);
+		else if (c && !c->closing) /* the sandbox was destroyed while the exec waited */
+			send_error(S, c, w->id, "destroyed", "the sandbox was destroyed before the "
+				   "command could start");
+		json_decref(w->id);
+		json_decref(w->req);
+		free(w);
+	}
 }
 
 static void free_dead(struct server *S)
@@ -1001,7 +1063,7 @@ static void on_request(struct server *S, struct client *c, const char *line, siz
 	else if (streq(op, "create"))
 		op_create(S, c, id, req);
 	else if (streq(op, "exec"))
-		op_exec(S, c, id, req);
+		op_exec(S, c, id, req, false);
 	else if (streq(op, "put"))
 		op_put(S, c, id, req);
 	else if (streq(op, "get"))
@@ -1104,6 +1166,7 @@ static void on_accept(struct server *S)
 			return;
 		}
 		c->s = (struct src){ SRC_CLIENT, fd, c };
+		c->serial = ++S->next_client;
 		c->next = S->clients;
 		S->clients = c;
 		ep_add(S, &c->s, EPOLLIN);
@@ -1261,6 +1324,8 @@ int serve_cli(int argc, char **argv)
 		"usage: moat serve --socket PATH [--max-sandboxes N] [--max-running N]\n"
 		"Serve sandboxes over JSON lines on a unix socket (docs/serve.md).\n";
 	struct server S = { .max_sandboxes = 64, .max_running = 16, .state_lock = -1 };
+
+	S.waiting_tail = &S.waiting;
 	const char *sock = NULL;
 	int opt;
 
@@ -1345,6 +1410,7 @@ int serve_cli(int argc, char **argv)
 			if (c->closing)
 				client_drop(&S, c);
 		}
+		start_waiting(&S);
 		kill_overdue(&S);
 	}
 	log_notice("stopping: ending every run");
