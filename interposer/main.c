@@ -53,6 +53,8 @@ static const char run_usage[] =
 	"  -q, --quiet            no denial summary\n"
 	"  --report FILE          JSON result: status, reason, times, denials, changed files\n"
 	"  --events FILE|fd:N     live JSON lines: denials with rule and hint, limits, result\n"
+	"  --start-fd N           build the sandbox, then read the command from fd N as JSON\n"
+	"                         {\"argv\": [...], \"timeout\": SECS} (a warm start; no -- COMMAND)\n"
 	"  --audit FILE           decision stream (.moat); --audit-key FILE signs it\n"
 	"  --audit-stacks denied|all   --session ID   --tenant ID\n"
 	"\n"
@@ -118,7 +120,7 @@ enum {
 	OPT_MODE = 1000, OPT_TTY, OPT_STDIN, OPT_STRICT, OPT_TIMEOUT, OPT_MEMORY, OPT_PIDS,
 	OPT_CPU, OPT_NOFILE, OPT_FSIZE, OPT_SETENV, OPT_KEEPENV, OPT_REPORT, OPT_AUDIT,
 	OPT_AUDIT_KEY, OPT_AUDIT_STACKS, OPT_SESSION, OPT_TENANT, OPT_POLICY, OPT_PROFILE,
-	OPT_DIRECTIVE, OPT_JSON, OPT_EVENTS,
+	OPT_DIRECTIVE, OPT_JSON, OPT_EVENTS, OPT_START_FD,
 };
 
 static const struct option run_options[] = {
@@ -138,6 +140,7 @@ static const struct option run_options[] = {
 	{ "keep-env", required_argument, NULL, OPT_KEEPENV },
 	{ "report", required_argument, NULL, OPT_REPORT },
 	{ "events", required_argument, NULL, OPT_EVENTS },
+	{ "start-fd", required_argument, NULL, OPT_START_FD },
 	{ "audit", required_argument, NULL, OPT_AUDIT },
 	{ "audit-key", required_argument, NULL, OPT_AUDIT_KEY },
 	{ "audit-stacks", required_argument, NULL, OPT_AUDIT_STACKS },
@@ -256,6 +259,16 @@ static int parse_run_options(struct cli *c, int argc, char **argv, const char *u
 		case OPT_EVENTS:
 			o->events_spec = optarg;
 			break;
+		case OPT_START_FD: {
+			long fd;
+
+			errno = 0;
+			fd = strtol(optarg, &end, 10);
+			if (errno || end == optarg || *end || fd < 0 || fd > 1 << 20)
+				usage_fail(usage, "--start-fd takes a file descriptor number, not '%s'", optarg);
+			o->start_fd = (int)fd;
+			break;
+		}
 		case OPT_AUDIT:
 			o->audit_path = optarg;
 			break;
@@ -333,13 +346,16 @@ static void build_policy(struct cli *c)
 
 static int cmd_run(int argc, char **argv)
 {
-	struct cli c = { 0 };
+	static char *waiting[] = { "(waiting on --start-fd)", NULL };
+	struct cli c = { .o.start_fd = -1 };
 	int first, status;
 
 	first = parse_run_options(&c, argc, argv, run_usage);
-	if (first >= argc)
+	if (c.o.start_fd >= 0 && first < argc)
+		usage_fail(run_usage, "--start-fd takes the command from its fd, not after --%s", "");
+	if (c.o.start_fd < 0 && first >= argc)
 		usage_fail(run_usage, "no command given%s", "");
-	c.o.argv = argv + first;
+	c.o.argv = c.o.start_fd >= 0 ? waiting : argv + first;
 	if (c.o.verbose)
 		moat_log_level = LOG_LEVEL_INFO;
 	build_policy(&c);

@@ -66,7 +66,7 @@
 #define KILL_GRACE_MS 3000
 
 enum src_kind { SRC_LISTEN, SRC_SIGNAL, SRC_CLIENT, SRC_PIDFD, SRC_STDOUT, SRC_STDERR,
-		SRC_EVENTS, SRC_STDIN };
+		SRC_EVENTS, SRC_STDIN, SRC_GO };
 
 /* What an epoll event is about: embedded in the object that owns the fd. */
 struct src {
@@ -88,16 +88,17 @@ struct exec {
 	json_t *req_id;
 	bool stream;
 	pid_t pid;
-	struct src pidfd, out, err, ev, in;
+	struct src pidfd, out, err, ev, in, go;
 	bool exited;
 	int wstatus;
 	struct buf stdout_b, stderr_b, ev_line;
 	bool stdout_trunc, stderr_trunc;
 	json_t *denials;
 	uint64_t denials_dropped;
-	json_t *result_event;           /* the child's "result" event, if it came */
-	char *stdin_data;
+	char *stdin_data;               /* what is left to write to the command's stdin */
 	size_t stdin_len, stdin_off;
+	char *go_data;                  /* the command, for `moat run --start-fd` */
+	size_t go_len, go_off;
 	char report[PATH_MAX];
 	uint64_t t0, kill_ms;
 };
@@ -112,6 +113,8 @@ struct sandbox {
 	char **args;                    /* `moat run` options for every exec */
 	size_t n_args;
 	struct exec *running;
+	struct exec *warm;              /* built ahead for the next exec, or NULL */
+	json_t *destroy_id;             /* answered once the sandbox is really gone */
 	bool queued;                    /* an exec waits for a slot (struct waiting) */
 	unsigned n_execs;
 	bool dying;
@@ -148,6 +151,7 @@ struct server {
 	unsigned long next_client;
 	unsigned next_sandbox, n_sandboxes, n_running;
 	unsigned max_sandboxes, max_running;
+	bool warm;                      /* keep a sandbox built ahead per sandbox */
 	bool stop;
 };
 
@@ -330,6 +334,8 @@ static void rm_tree(const char *path)
 
 /* ---- sandboxes ---- */
 
+static void warm_up(struct server *S, struct sandbox *sb);
+
 static struct sandbox *sandbox_find(struct server *S, struct client *c, const char *id)
 {
 	for (struct sandbox *sb = S->sandboxes; sb; sb = sb->next)
@@ -349,6 +355,10 @@ static void sandbox_free(struct server *S, struct sandbox *sb)
 	if (sb->own_workspace)
 		rm_tree(sb->workspace);
 	rm_tree(sb->dir);
+	if (sb->destroy_id) {
+		send_json(S, sb->owner, with_id(sb->destroy_id, json_pack("{s:b}", "ok", 1)));
+		json_decref(sb->destroy_id);
+	}
 	for (size_t i = 0; i < sb->n_args; i++)
 		free(sb->args[i]);
 	free(sb->args);
@@ -370,7 +380,11 @@ static void sandbox_destroy(struct server *S, struct sandbox *sb)
 	sb->dying = true;
 	if (sb->running)
 		exec_kill(sb->running, SIGTERM);
-	else
+	if (sb->warm) {
+		src_close(S, &sb->warm->go); /* no command: it ends by itself */
+		exec_kill(sb->warm, SIGTERM);
+	}
+	if (!sb->running && !sb->warm)
 		sandbox_free(S, sb);
 }
 
@@ -543,6 +557,7 @@ static void op_create(struct server *S, struct client *c, json_t *id, json_t *re
 	}
 	send_json(S, c, with_id(id, json_pack("{s:b, s:s, s:s}", "ok", 1, "sandbox", sb->id,
 					      "workspace", sb->workspace)));
+	warm_up(S, sb);
 	return;
 oom:
 	send_error(S, c, id, "internal", "out of memory");
@@ -558,18 +573,19 @@ static void exec_free(struct server *S, struct exec *x)
 	src_close(S, &x->err);
 	src_close(S, &x->ev);
 	src_close(S, &x->in);
+	src_close(S, &x->go);
 	buf_free(&x->stdout_b);
 	buf_free(&x->stderr_b);
 	buf_free(&x->ev_line);
 	json_decref(x->denials);
-	json_decref(x->result_event);
 	json_decref(x->req_id);
 	free(x->stdin_data);
+	free(x->go_data);
 	free(x);
 }
 
-_noreturn_ static void exec_child(struct server *S, struct sandbox *sb, char **argv, int in,
-				  int out, int err, int ev, pid_t parent)
+_noreturn_ static void exec_child(struct server *S, struct sandbox *sb, char **argv,
+				  const int fds[5], pid_t parent)
 {
 	sigset_t none;
 
@@ -578,9 +594,11 @@ _noreturn_ static void exec_child(struct server *S, struct sandbox *sb, char **a
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	signal(SIGPIPE, SIG_DFL);
-	if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0 || dup2(ev, 3) < 0)
-		_exit(MOAT_EXIT_FAILURE);
-	syscall(SYS_close_range, 4, ~0U, 0);
+	/* 0-2 the command's stdio, 3 its events, 4 where the command itself will come */
+	for (int i = 0; i < 5; i++)
+		if (dup2(fds[i], i) < 0)
+			_exit(MOAT_EXIT_FAILURE);
+	syscall(SYS_close_range, 5, ~0U, 0);
 	if (chdir(sb->workspace) < 0) {
 		dprintf(2, "moat serve: cannot enter the workspace %s: %m\n", sb->workspace);
 		_exit(MOAT_EXIT_FAILURE);
@@ -599,17 +617,113 @@ static int make_pipe(int p[2], bool parent_reads)
 	return 0;
 }
 
+/*
+ * Start `moat run --start-fd 4` for sb: it builds the sandbox and waits for the command
+ * on fd 4. Every exec goes this way; the pool only does it ahead of time, so a warm
+ * exec and a cold one differ in when the set-up ran, never in what it did.
+ */
+static struct exec *exec_spawn(struct server *S, struct sandbox *sb)
+{
+	int p[5][2] = { { -1, -1 }, { -1, -1 }, { -1, -1 }, { -1, -1 }, { -1, -1 } };
+	int child_fds[5];
+	size_t k = 0;
+	char **argv = NULL;
+	struct exec *x = calloc(1, sizeof(*x));
+	pid_t parent = getpid();
+
+	if (!x || !(x->denials = json_array()))
+		goto fail;
+	x->pidfd.fd = x->out.fd = x->err.fd = x->ev.fd = x->in.fd = x->go.fd = -1;
+	x->sb = sb;
+	if (pathf(x->report, sizeof(x->report), "%s/exec-%u.json", sb->dir, ++sb->n_execs) < 0)
+		goto fail;
+	argv = calloc(sb->n_args + 16, sizeof(char *));
+	if (!argv)
+		goto fail;
+	argv[k++] = "moat";
+	argv[k++] = "run";
+	for (size_t i = 0; i < sb->n_args; i++)
+		argv[k++] = sb->args[i];
+	argv[k++] = "--stdin";
+	argv[k++] = "--events";
+	argv[k++] = "fd:3";
+	argv[k++] = "--report";
+	argv[k++] = x->report;
+	argv[k++] = "--start-fd";
+	argv[k++] = "4";
+	argv[k] = NULL;
+	if (make_pipe(p[0], false) < 0 || make_pipe(p[1], true) < 0 || make_pipe(p[2], true) < 0 ||
+	    make_pipe(p[3], true) < 0 || make_pipe(p[4], false) < 0)
+		goto fail;
+	for (int i = 0; i < 5; i++)
+		child_fds[i] = p[i][i == 0 || i == 4 ? 0 : 1];
+	x->pid = fork();
+	if (x->pid < 0)
+		goto fail;
+	if (x->pid == 0)
+		exec_child(S, sb, argv, child_fds, parent);
+	free(argv);
+	for (int i = 0; i < 5; i++)
+		close(child_fds[i]);
+	x->in = (struct src){ SRC_STDIN, p[0][1], x };
+	x->out = (struct src){ SRC_STDOUT, p[1][0], x };
+	x->err = (struct src){ SRC_STDERR, p[2][0], x };
+	x->ev = (struct src){ SRC_EVENTS, p[3][0], x };
+	x->go = (struct src){ SRC_GO, p[4][1], x };
+	x->pidfd = (struct src){ SRC_PIDFD, (int)syscall(SYS_pidfd_open, x->pid, 0), x };
+	ep_add(S, &x->out, EPOLLIN);
+	ep_add(S, &x->err, EPOLLIN);
+	ep_add(S, &x->ev, EPOLLIN);
+	if (x->pidfd.fd >= 0)
+		ep_add(S, &x->pidfd, EPOLLIN);
+	x->t0 = now_ms();
+	return x;
+fail:
+	log_warning("serve: cannot start a sandbox: %s", strerror(errno ? errno : ENOMEM));
+	for (int i = 0; i < 5; i++)
+		for (int j = 0; j < 2; j++)
+			if (p[i][j] >= 0)
+				close(p[i][j]);
+	free(argv);
+	if (x)
+		exec_free(S, x);
+	return NULL;
+}
+
+/* The pool: one sandbox built ahead for the next exec (none with --no-warm). */
+static void warm_up(struct server *S, struct sandbox *sb)
+{
+	if (S->warm && !sb->warm && !sb->dying)
+		sb->warm = exec_spawn(S, sb);
+}
+
+/* Queue bytes to write into a pipe of the command from the loop (stdin, the command). */
+static void pending_write(struct server *S, struct src *s, char *data, size_t len)
+{
+	struct exec *x = s->owner;
+
+	if (s->kind == SRC_STDIN) {
+		x->stdin_data = data;
+		x->stdin_len = len;
+	} else {
+		x->go_data = data;
+		x->go_len = len;
+	}
+	if (len)
+		ep_add(S, s, EPOLLOUT);
+	else
+		src_close(S, s); /* nothing to write: EOF at once */
+}
+
 static void op_exec(struct server *S, struct client *c, json_t *id, json_t *req, bool dequeued)
 {
 	const char *sid = json_string_value(json_object_get(req, "sandbox"));
 	json_t *jargv = json_object_get(req, "argv"), *jin = json_object_get(req, "stdin");
-	json_t *jt = json_object_get(req, "timeout"), *v;
+	json_t *jt = json_object_get(req, "timeout"), *v, *go;
 	struct sandbox *sb = sid ? sandbox_find(S, c, sid) : NULL;
-	int pin[2] = { -1, -1 }, pout[2] = { -1, -1 }, perr[2] = { -1, -1 }, pev[2] = { -1, -1 };
-	size_t n, i, k = 0;
-	char **argv = NULL, tbuf[40];
-	struct exec *x = NULL;
-	pid_t parent = getpid();
+	char tbuf[40], *go_text, *in_copy = NULL;
+	size_t n, i;
+	struct exec *x;
 
 	if (!sb)
 		return send_error(S, c, id, "not_found", "no sandbox '%s' on this connection",
@@ -617,6 +731,16 @@ static void op_exec(struct server *S, struct client *c, json_t *id, json_t *req,
 	if (sb->running || (sb->queued && !dequeued))
 		return send_error(S, c, id, "busy", "sandbox %s is running a command already", sb->id);
 	sb->queued = false;
+	if (!json_is_array(jargv) || !(n = json_array_size(jargv)))
+		return send_error(S, c, id, "bad_request", "exec: argv is a non-empty array of strings");
+	json_array_foreach(jargv, i, v)
+		if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v))
+			return send_error(S, c, id, "bad_request", "exec: argv[%zu] is not a string "
+					  "without NUL bytes", i);
+	if (jin && !json_is_string(jin))
+		return send_error(S, c, id, "bad_request", "exec: stdin is a string");
+	if (jt && limit_text(jt, tbuf, sizeof(tbuf)) < 0)
+		return send_error(S, c, id, "bad_request", "exec: timeout is a positive number of seconds");
 	if (S->n_running >= S->max_running && !dequeued) {
 		struct waiting *w = calloc(1, sizeof(*w));
 
@@ -631,113 +755,42 @@ static void op_exec(struct server *S, struct client *c, json_t *id, json_t *req,
 		sb->queued = true; /* busy from now on, as if it ran */
 		return;
 	}
-	if (!json_is_array(jargv) || !(n = json_array_size(jargv)))
-		return send_error(S, c, id, "bad_request", "exec: argv is a non-empty array of strings");
-	json_array_foreach(jargv, i, v)
-		if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v))
-			return send_error(S, c, id, "bad_request", "exec: argv[%zu] is not a string "
-					  "without NUL bytes", i);
-	if (jin && !json_is_string(jin))
-		return send_error(S, c, id, "bad_request", "exec: stdin is a string");
-	if (jt && limit_text(jt, tbuf, sizeof(tbuf)) < 0)
-		return send_error(S, c, id, "bad_request", "exec: timeout is a positive number of seconds");
 
-	x = calloc(1, sizeof(*x));
-	argv = calloc(sb->n_args + n + 16, sizeof(char *));
-	if (!x || !argv || !(x->denials = json_array()))
-		goto oom;
-	x->pidfd.fd = x->out.fd = x->err.fd = x->ev.fd = x->in.fd = -1;
-	x->sb = sb;
+	go = json_pack("{s:O}", "argv", jargv);
+	if (go && jt)
+		json_object_set_new(go, "timeout", json_real(atof(tbuf)));
+	go_text = go ? json_dumps(go, JSON_COMPACT) : NULL;
+	json_decref(go);
+	if (jin && !(in_copy = malloc(json_string_length(jin) + 1))) {
+		free(go_text);
+		go_text = NULL;
+	}
+	if (!go_text)
+		return send_error(S, c, id, "internal", "out of memory");
+	if (jin)
+		memcpy(in_copy, json_string_value(jin), json_string_length(jin));
+
+	/* The warm one, if it is still alive; else a cold start, the same way. */
+	x = sb->warm && !sb->warm->exited ? sb->warm : NULL;
+	if (!x)
+		x = exec_spawn(S, sb);
+	if (x == sb->warm)
+		sb->warm = NULL;
+	if (!x) {
+		free(go_text);
+		free(in_copy);
+		return send_error(S, c, id, "internal", "cannot start the command: %s",
+				  strerror(errno ? errno : ENOMEM));
+	}
 	x->req_id = json_incref(id);
 	x->stream = json_is_true(json_object_get(req, "stream"));
-	if (pathf(x->report, sizeof(x->report), "%s/exec-%u.json", sb->dir, ++sb->n_execs) < 0)
-		goto fail;
-	argv[k++] = "moat";
-	argv[k++] = "run";
-	for (i = 0; i < sb->n_args; i++)
-		argv[k++] = sb->args[i];
-	argv[k++] = "--events";
-	argv[k++] = "fd:3";
-	argv[k++] = "--report";
-	argv[k++] = x->report;
-	if (jt) {
-		argv[k++] = "--timeout";
-		argv[k++] = tbuf;
-	}
-	if (jin)
-		argv[k++] = "--stdin";
-	argv[k++] = "--";
-	json_array_foreach(jargv, i, v)
-		argv[k++] = (char *)json_string_value(v);
-	argv[k] = NULL;
-
-	if (make_pipe(pout, true) < 0 || make_pipe(perr, true) < 0 || make_pipe(pev, true) < 0)
-		goto fail;
-	if (jin) {
-		if (make_pipe(pin, false) < 0)
-			goto fail;
-		x->stdin_len = json_string_length(jin);
-		x->stdin_data = malloc(x->stdin_len + 1);
-		if (!x->stdin_data)
-			goto oom;
-		memcpy(x->stdin_data, json_string_value(jin), x->stdin_len);
-	} else if ((pin[0] = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
-		goto fail;
-	}
 	x->t0 = now_ms();
-	x->pid = fork();
-	if (x->pid < 0)
-		goto fail;
-	if (x->pid == 0)
-		exec_child(S, sb, argv, pin[0], pout[1], perr[1], pev[1], parent);
-	free(argv);
-	argv = NULL;
-	close(pin[0]);
-	close(pout[1]);
-	close(perr[1]);
-	close(pev[1]);
-	x->out = (struct src){ SRC_STDOUT, pout[0], x };
-	x->err = (struct src){ SRC_STDERR, perr[0], x };
-	x->ev = (struct src){ SRC_EVENTS, pev[0], x };
-	x->pidfd = (struct src){ SRC_PIDFD, (int)syscall(SYS_pidfd_open, x->pid, 0), x };
-	ep_add(S, &x->out, EPOLLIN);
-	ep_add(S, &x->err, EPOLLIN);
-	ep_add(S, &x->ev, EPOLLIN);
-	if (x->pidfd.fd >= 0)
-		ep_add(S, &x->pidfd, EPOLLIN);
-	if (jin) {
-		x->in = (struct src){ SRC_STDIN, pin[1], x };
-		if (x->stdin_len)
-			ep_add(S, &x->in, EPOLLOUT);
-		else
-			src_close(S, &x->in);
-	}
+	pending_write(S, &x->go, go_text, strlen(go_text));
+	pending_write(S, &x->in, in_copy, jin ? json_string_length(jin) : 0);
 	sb->running = x;
 	S->n_running++;
 	if (x->stream)
 		send_json(S, c, with_id(id, json_pack("{s:s, s:i}", "event", "started", "pid", (int)x->pid)));
-	return;
-fail:
-	send_error(S, c, id, "internal", "cannot start the command: %s", strerror(errno));
-	goto out;
-oom:
-	send_error(S, c, id, "internal", "out of memory");
-out:
-	for (int *p = pin; p < pin + 2; p++)
-		if (*p >= 0)
-			close(*p);
-	for (int *p = pout; p < pout + 2; p++)
-		if (*p >= 0)
-			close(*p);
-	for (int *p = perr; p < perr + 2; p++)
-		if (*p >= 0)
-			close(*p);
-	for (int *p = pev; p < pev + 2; p++)
-		if (*p >= 0)
-			close(*p);
-	free(argv);
-	if (x)
-		exec_free(S, x);
 }
 
 /* The result: the report (changes, resources), the captured output, the denials. */
@@ -745,6 +798,20 @@ static void exec_finish(struct server *S, struct exec *x)
 {
 	struct sandbox *sb = x->sb;
 	struct client *c = sb->owner;
+
+	if (!x->req_id) {
+		/* A warm one that ended before it was used (destroyed, or its set-up
+		 * failed): nobody waits for it. The next exec starts cold and says why. */
+		if (sb->warm == x)
+			sb->warm = NULL;
+		unlink(x->report);
+		x->sb = NULL;
+		x->next_dead = S->dead;
+		S->dead = x;
+		if (sb->dying && !sb->running && !sb->warm)
+			sandbox_free(S, sb);
+		return;
+	}
 	json_t *res = json_object(), *rep = json_load_file(x->report, 0, NULL);
 	int status = WIFEXITED(x->wstatus) ? WEXITSTATUS(x->wstatus) : 128 + WTERMSIG(x->wstatus);
 
@@ -785,8 +852,10 @@ static void exec_finish(struct server *S, struct exec *x)
 	x->sb = NULL;
 	x->next_dead = S->dead;
 	S->dead = x;
-	if (sb->dying)
+	if (sb->dying && !sb->warm)
 		sandbox_free(S, sb);
+	else
+		warm_up(S, sb);
 }
 
 /* Start what waits, while slots are free; entries whose client or sandbox went are dropped. */
@@ -861,12 +930,16 @@ static void on_exec_fd(struct server *S, struct src *s)
 
 	if (s->fd < 0 || !x->sb)
 		return; /* closed earlier in this batch of events, or finished */
-	if (s->kind == SRC_STDIN) {
-		n = write(s->fd, x->stdin_data + x->stdin_off, x->stdin_len - x->stdin_off);
+	if (s->kind == SRC_STDIN || s->kind == SRC_GO) {
+		char *data = s->kind == SRC_STDIN ? x->stdin_data : x->go_data;
+		size_t len = s->kind == SRC_STDIN ? x->stdin_len : x->go_len;
+		size_t *off = s->kind == SRC_STDIN ? &x->stdin_off : &x->go_off;
+
+		n = write(s->fd, data + *off, len - *off);
 		if (n > 0)
-			x->stdin_off += (size_t)n;
-		if ((n < 0 && errno != EAGAIN && errno != EINTR) || x->stdin_off == x->stdin_len)
-			src_close(S, s); /* all written, or the command closed its stdin: EOF */
+			*off += (size_t)n;
+		if ((n < 0 && errno != EAGAIN && errno != EINTR) || *off == len)
+			src_close(S, s); /* all written, or the reader went away: EOF */
 		return;
 	}
 	if (s->kind == SRC_PIDFD) {
@@ -874,6 +947,7 @@ static void on_exec_fd(struct server *S, struct src *s)
 			x->exited = true;
 			src_close(S, s);
 			src_close(S, &x->in);
+			src_close(S, &x->go);
 			exec_maybe_done(S, x);
 		}
 		return;
@@ -1079,8 +1153,9 @@ static void on_request(struct server *S, struct client *c, const char *line, siz
 			if (sb->running) /* its exec ends with an error, not silently */
 				send_error(S, c, sb->running->req_id, "destroyed",
 					   "the sandbox was destroyed while the command ran");
+			/* The answer comes when its processes and files are gone. */
+			sb->destroy_id = json_incref(id ? id : json_null());
 			sandbox_destroy(S, sb);
-			send_json(S, c, with_id(id, json_pack("{s:b}", "ok", 1)));
 		}
 	} else if (streq(op, "commit") || streq(op, "discard") || streq(op, "export"))
 		send_error(S, c, id, "unsupported", "%s: copy-on-write workspaces are not "
@@ -1264,14 +1339,20 @@ static int serve_setup(struct server *S, const char *sock_path)
 static void reap_all(struct server *S)
 {
 	for (struct sandbox *sb = S->sandboxes, *next; sb; sb = next) {
-		struct exec *x = sb->running;
+		struct exec *xs[2] = { sb->running, sb->warm };
 
 		next = sb->next;
-		if (x && !x->exited && waitpid(x->pid, &x->wstatus, WNOHANG) == x->pid) {
-			x->exited = true;
-			src_close(S, &x->pidfd);
-			src_close(S, &x->in);
-			exec_maybe_done(S, x);
+		for (int i = 0; i < 2; i++) {
+			struct exec *x = xs[i];
+
+			if (x && !x->exited && waitpid(x->pid, &x->wstatus, WNOHANG) == x->pid) {
+				x->exited = true;
+				src_close(S, &x->pidfd);
+				src_close(S, &x->in);
+				src_close(S, &x->go);
+				exec_maybe_done(S, x); /* may free sb: next was read before */
+				break;
+			}
 		}
 	}
 }
@@ -1281,9 +1362,14 @@ static void kill_overdue(struct server *S)
 {
 	uint64_t now = now_ms();
 
-	for (struct sandbox *sb = S->sandboxes; sb; sb = sb->next)
-		if (sb->running && sb->running->kill_ms && now - sb->running->kill_ms > KILL_GRACE_MS)
-			kill(sb->running->pid, SIGKILL);
+	for (struct sandbox *sb = S->sandboxes; sb; sb = sb->next) {
+		struct exec *xs[2] = { sb->running, sb->warm };
+
+		for (int i = 0; i < 2; i++)
+			if (xs[i] && !xs[i]->exited && xs[i]->kill_ms &&
+			    now - xs[i]->kill_ms > KILL_GRACE_MS)
+				kill(xs[i]->pid, SIGKILL);
+	}
 }
 
 static void serve_shutdown(struct server *S)
@@ -1317,15 +1403,17 @@ int serve_cli(int argc, char **argv)
 		{ "socket", required_argument, NULL, 's' },
 		{ "max-sandboxes", required_argument, NULL, 'm' },
 		{ "max-running", required_argument, NULL, 'r' },
+		{ "no-warm", no_argument, NULL, 'w' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
 	const char *usage =
-		"usage: moat serve --socket PATH [--max-sandboxes N] [--max-running N]\n"
+		"usage: moat serve --socket PATH [--max-sandboxes N] [--max-running N] [--no-warm]\n"
 		"Serve sandboxes over JSON lines on a unix socket (docs/serve.md).\n";
 	struct server S = { .max_sandboxes = 64, .max_running = 16, .state_lock = -1 };
 
 	S.waiting_tail = &S.waiting;
+	S.warm = true;
 	const char *sock = NULL;
 	int opt;
 
@@ -1351,6 +1439,9 @@ int serve_cli(int argc, char **argv)
 				S.max_sandboxes = (unsigned)v;
 			else
 				S.max_running = (unsigned)v;
+			break;
+		case 'w':
+			S.warm = false;
 			break;
 		case 'h':
 			fputs(usage, stdout);
@@ -1398,6 +1489,7 @@ int serve_cli(int argc, char **argv)
 			case SRC_STDERR:
 			case SRC_EVENTS:
 			case SRC_STDIN:
+			case SRC_GO:
 			default:
 				on_exec_fd(&S, s);
 				break;
