@@ -18,8 +18,6 @@
 #include "log.h"
 #include "sup.h"
 
-int moat_log_level = LOG_LEVEL_NOTICE;
-
 static int emit(FILE *f, const char *name, bool namespaced)
 {
 	struct sock_fprog prog;
