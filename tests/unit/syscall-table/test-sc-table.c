@@ -188,6 +188,14 @@ static void test_policy(void **state)
 		expect(arch, "personality", SC_ARGS, EPERM);
 		expect(arch, "seccomp", SC_ARGS, EPERM);
 		expect(arch, "socket", SC_ARGS, EACCES);
+		/* pid 0 native, another pid decided by the supervisor */
+		expect(arch, "prlimit64", SC_ARGS, EPERM);
+		expect(arch, "setpriority", SC_ARGS, EPERM);
+		expect(arch, "sched_setscheduler", SC_ARGS, EPERM);
+		expect(arch, "sched_setaffinity", SC_ARGS, EPERM);
+		expect(arch, "sched_setattr", SC_ARGS, EPERM);
+		expect(arch, "ioprio_set", SC_ARGS, EPERM);
+		expect(arch, "move_pages", SC_ARGS, EPERM);
 	}
 	expect(x, "open", SC_NOTIFY, 0);
 	expect(x, "stat", SC_NOTIFY, 0);
