@@ -21,7 +21,7 @@
 enum call_outcome {
 	CALL_REPLY,      /* reply with result / err */
 	CALL_ADDFD,      /* install fd (O_CLOEXEC per fd_flags) and return its number */
-	CALL_CONTINUE,   /* let the kernel run it (exec, chdir, personality, pid arguments: see each) */
+	CALL_CONTINUE,   /* let the kernel run it (exec, chdir, personality, pids: see each) */
 	CALL_REPLIED,    /* the handler already replied (e.g. SETFD + reply) */
 };
 
