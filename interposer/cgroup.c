@@ -244,7 +244,8 @@ static void open_kill_fds(struct cgroup *cg)
 		cg->kill_fd = open_in(cg->v2, "cgroup.kill", O_WRONLY);
 		cg->procs_fd = open_in(cg->v2, "cgroup.procs", O_RDONLY);
 	} else {
-		cg->procs_fd = open_in(cg->pids[0] ? cg->pids : cg->memory, "cgroup.procs", O_RDONLY);
+		cg->procs_fd = open_in(cg->pids[0] ? cg->pids : cg->memory, "cgroup.procs",
+				       O_RDONLY);
 		cg->freezer_fd = open_in(cg->freezer, "freezer.state", O_WRONLY);
 	}
 }

@@ -132,7 +132,8 @@ static int add_arg_rules(scmp_filter_ctx ctx, const struct sc_entry *e)
 		 * TIOCSTI | (1ul << 32) cannot slip past a 64-bit compare. */
 		for (size_t i = 0; i < ELEMENTSOF(ioctl_denied) && r >= 0; i++)
 			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(err), e->nr, 1,
-					     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, ioctl_denied[i]));
+					     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu,
+						     ioctl_denied[i]));
 		return r;
 	case SC_seccomp:
 		/* A second listener would let the sandbox answer its own notifications with
@@ -170,14 +171,16 @@ static int add_arg_rules(scmp_filter_ctx ctx, const struct sc_entry *e)
 		r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, e->nr, 1,
 				     SCMP_A0(SCMP_CMP_NE, PRIO_PROCESS));
 		if (r >= 0)
-			r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, e->nr, 1, SCMP_A1(SCMP_CMP_NE, 0));
+			r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, e->nr, 1,
+					     SCMP_A1(SCMP_CMP_NE, 0));
 		return r;
 	case SC_ioprio_set:
 	case SC_ioprio_get:
 		r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, e->nr, 1,
 				     SCMP_A0(SCMP_CMP_NE, IOPRIO_WHO_PROCESS));
 		if (r >= 0)
-			r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, e->nr, 1, SCMP_A1(SCMP_CMP_NE, 0));
+			r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, e->nr, 1,
+					     SCMP_A1(SCMP_CMP_NE, 0));
 		return r;
 	case SC_personality:
 		/* Only PER_LINUX and the 0xffffffff query are allowed; libseccomp cannot

@@ -31,8 +31,8 @@ static int emit(FILE *f, const char *name, bool namespaced)
 		   "extern const unsigned short %s_len;\n\n"
 		   "const struct sock_filter %s_insns[] = {\n", name, name, name);
 	for (unsigned i = 0; i < prog.len; i++)
-		fprintf(f, "\t{ 0x%04x, %u, %u, 0x%08x },\n", prog.filter[i].code, prog.filter[i].jt,
-			prog.filter[i].jf, prog.filter[i].k);
+		fprintf(f, "\t{ 0x%04x, %u, %u, 0x%08x },\n", prog.filter[i].code,
+			prog.filter[i].jt, prog.filter[i].jf, prog.filter[i].k);
 	fprintf(f, "};\nconst unsigned short %s_len = %u;\n\n", name, prog.len);
 	free(prog.filter);
 	return 0;

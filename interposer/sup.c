@@ -500,7 +500,8 @@ static void test_hook_nofile(void)
 	const char *e = getenv("MOAT_TEST_TEARDOWN_NOFILE");
 
 	if (e) {
-		struct rlimit rl = { .rlim_cur = strtoul(e, NULL, 10), .rlim_max = strtoul(e, NULL, 10) };
+		rlim_t n = strtoul(e, NULL, 10);
+		struct rlimit rl = { .rlim_cur = n, .rlim_max = n };
 
 		(void)setrlimit(RLIMIT_NOFILE, &rl);
 	}
