@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
@@ -666,17 +667,48 @@ static void handle_statfs(struct sup_call *c)
 
 /* --- metadata through an fd ------------------------------------------------------- */
 
+/* security.* (file capabilities, LSM labels) and trusted.* need CAP_SETFCAP or
+ * CAP_SYS_ADMIN, which the sandbox never has: the kernel would refuse the caller, so the
+ * supervisor, which has them, must refuse on its behalf. */
+#define XATTR_PRIV_RULE "security.* and trusted.* xattrs need capabilities the sandbox lacks"
+#define DEVICE_META_RULE "a device node's metadata is the host's: not changed"
+
+static bool privileged_xattr(const char *name)
+{
+	return strncmp(name, "security.", 9) == 0 || strncmp(name, "trusted.", 8) == 0;
+}
+
+/* Device nodes are the host's (mknod of one is refused): their mode, owner, times and
+ * ACLs are the host's /dev, whatever mapping shows them. */
+static bool is_device(mode_t m)
+{
+	return S_ISCHR(m) || S_ISBLK(m);
+}
+
+/* A memfd's link reads "/memfd:NAME (deleted)": an object of the sandbox's own, on the
+ * kernel's internal shm mount, with no place in the view to protect. */
+static bool is_memfd(int fd, const char *link, const struct stat *st)
+{
+	struct statfs sf;
+
+	return strncmp(link, "/memfd:", 7) == 0 && st->st_nlink == 0 && fstatfs(fd, &sf) == 0 &&
+	       (sf.f_type == TMPFS_MAGIC || sf.f_type == HUGETLBFS_MAGIC);
+}
+
 /*
  * fchmod, fchown, fsetxattr, fremovexattr need only ownership of the file, not a fd
  * opened for writing, so a file opened read-only from a read-only mapping could be
  * changed on the host in unnamespaced mode (no read-only mount in the way, and Landlock
- * has no right for it). Decide on the fd's path as for the path-based twin, then act
- * on the fd itself: its path names where it is, the fd what it is.
+ * has no right for it). The fd is taken from the caller once, and both the decision
+ * and the act are on that copy: the fd number is the caller's to dup2() another file
+ * onto at any moment, the copy is ours. Its /proc link names where it is (the policy's
+ * path), the copy what it is.
  */
 static void handle_fd_meta(struct sup_call *c)
 {
 	char proc[64], name[XATTR_NAME_MAX + 1], value[65536];
 	_cleanup_close_ int fd = -1;
+	struct stat st;
 	size_t size = 0;
 	ssize_t n;
 	int r;
@@ -696,21 +728,32 @@ static void handle_fd_meta(struct sup_call *c)
 	}
 	if (!still_valid(c))
 		return set_result(c, -ESRCH);
-	snprintf(proc, sizeof(proc), "/proc/%d/fd/%d", c->tid, (int)ARG(c, 0));
-	n = readlink(proc, c->path, PATH_MAX - 1);
-	if (n < 0)
-		return set_result(c, -EBADF);
-	c->path[n] = '\0';
-	c->has_path = true;
-	/* Pipes, sockets and anonymous inodes have no place in the view to protect. */
-	if (c->path[0] == '/') {
-		r = vfs_decide(c->s->vfs, c->path, VFS_WANT_WRITE, &c->verdict);
-		if (r < 0)
-			return set_result(c, r);
-	}
 	fd = tracee_getfd(c, (int)ARG(c, 0));
 	if (fd < 0)
 		return set_result(c, fd);
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	n = readlink(proc, c->path, PATH_MAX - 1);
+	if (n < 0 || fstat(fd, &st) < 0)
+		return set_result(c, -EBADF);
+	c->path[n] = '\0';
+	c->has_path = true;
+	if ((c->e->id == SC_fsetxattr || c->e->id == SC_fremovexattr) && privileged_xattr(name))
+		return deny(c, EPERM, XATTR_PRIV_RULE);
+	if (is_device(st.st_mode))
+		return deny(c, EPERM, DEVICE_META_RULE);
+	/* Pipes, sockets and anonymous inodes have no place in the view to protect. */
+	if (c->path[0] == '/' && !is_memfd(fd, c->path, &st)) {
+		char vpath[PATH_MAX];
+		size_t len = (size_t)n;
+
+		/* an unlinked file reads "PATH (deleted)": decided where it was */
+		str_copy(vpath, sizeof(vpath), c->path);
+		if (st.st_nlink == 0 && len > 10 && streq(vpath + len - 10, " (deleted)"))
+			vpath[len - 10] = '\0';
+		r = vfs_decide(c->s->vfs, vpath, VFS_WANT_WRITE, &c->verdict);
+		if (r < 0)
+			return set_result(c, r);
+	}
 	switch (c->e->id) {
 	case SC_fchmod:
 		r = RET_NERRNO(fchmod(fd, (mode_t)ARG(c, 1)));
@@ -735,6 +778,7 @@ static void handle_xattr(struct sup_call *c, bool nofollow, int op)
 	char base[PATH_MAX], name[XATTR_NAME_MAX + 1], name_unused[NAME_MAX + 1], proc[64];
 	char value[XATTR_SIZE_MAX > 65536 ? 65536 : XATTR_SIZE_MAX];
 	struct vfs_caller caller;
+	struct stat st;
 	unsigned want;
 	size_t size;
 	int r, fd;
@@ -759,6 +803,12 @@ static void handle_xattr(struct sup_call *c, bool nofollow, int op)
 	fd = vfs_resolve(c->s->vfs, &caller, c->path, want, name_unused, &c->verdict);
 	if (fd < 0)
 		return set_result(c, fd);
+	if (op >= 2 && (privileged_xattr(name) || (fstat(fd, &st) == 0 && is_device(st.st_mode)))) {
+		safe_close(fd);
+		return deny(c, EPERM, privileged_xattr(name) ?
+			    XATTR_PRIV_RULE :
+			    DEVICE_META_RULE);
+	}
 	/* The O_PATH fd is the object itself; its /proc link lands on it without any
 	 * further lookup of a name the sandbox could swap. */
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);

@@ -608,7 +608,18 @@ static int meta_walk(const struct vfs *v, const struct vfs_caller *c, const char
 		return ret_err(verdict, r);
 	if (!w->exists)
 		return ret_err(verdict, -ENOENT);
-	return vfs__walk_policy(v, w, VFS_WANT_WRITE, verdict);
+	r = vfs__walk_policy(v, w, VFS_WANT_WRITE, verdict);
+	if (r < 0)
+		return r;
+	/* mknod of a device is refused, so every device node in the view is the host's own,
+	 * bound in (/dev): its mode, owner and times are the host's to keep, whatever the
+	 * mapping that shows it allows for writing to it */
+	if (S_ISCHR(w->st.st_mode) || S_ISBLK(w->st.st_mode)) {
+		vfs__verdict(verdict, -EPERM, "a device node's metadata is the host's: not changed",
+		             w->vpath);
+		return -EPERM;
+	}
+	return 0;
 }
 
 _public_ int vfs_chmod(const struct vfs *v, const struct vfs_caller *c, const char *path,
