@@ -500,6 +500,43 @@ _public_ int vfs_unlink(const struct vfs *v, const struct vfs_caller *c, const c
 	return 0;
 }
 
+/*
+ * The rules are by path. A directory that moves takes everything below it along, out of
+ * the reach of a rule that named a path below it, unless the rule matches there wherever
+ * the directory is (vfs__glob_moves_with()): renaming ~/.config would unhide
+ * ~/.config/gcloud, or make a read-only mapping below it writable in unnamespaced mode
+ * (where a mapping is no mount). Such a rename fails with EXDEV, as Landlock answers a
+ * rename that would change what a file is allowed: programs fall back to copying, and
+ * a copy reads through the view, where the hidden files are not.
+ */
+static int moves_out_of_rules(const struct vfs *v, const char *dir, const char *newdir,
+                              struct vfs_verdict *verdict)
+{
+	char why[sizeof(verdict->rule)];
+
+	for (size_t i = 0; i < v->n_globs; i++) {
+		const struct vfs__rule *g = v->globs[i];
+
+		if (vfs__glob_may_match_below(g->virt, dir) &&
+		    !vfs__glob_moves_with(g->virt, dir, newdir)) {
+			snprintf(why, sizeof(why), "rename: %s names paths below, which would not move",
+			         g->desc);
+			vfs__verdict(verdict, -EXDEV, why, dir);
+			return -EXDEV;
+		}
+	}
+	for (size_t i = 0; i < v->n_mounts; i++) {
+		const struct vfs__rule *m = v->mounts[i];
+
+		if (vfs__path_under(m->virt, dir) && !streq(m->virt, dir)) {
+			snprintf(why, sizeof(why), "rename: %s lies below, and would not move", m->desc);
+			vfs__verdict(verdict, -EXDEV, why, dir);
+			return -EXDEV;
+		}
+	}
+	return 0;
+}
+
 _public_ int vfs_rename(const struct vfs *v, const struct vfs_caller *oldc, const char *oldpath,
                         const struct vfs_caller *newc, const char *newpath, unsigned flags,
                         struct vfs_verdict *verdict)
@@ -535,6 +572,11 @@ _public_ int vfs_rename(const struct vfs *v, const struct vfs_caller *oldc, cons
 	/* each mapping is its own mount in the sandbox: no renames across them */
 	if (entry_mount(&o) != entry_mount(&n))
 		return ret_err(verdict, -EXDEV);
+	if (S_ISDIR(o.st.st_mode) && (r = moves_out_of_rules(v, o.vpath, n.vpath, verdict)) < 0)
+		return r;
+	if ((flags & RENAME_EXCHANGE) && S_ISDIR(n.st.st_mode) &&
+	    (r = moves_out_of_rules(v, n.vpath, o.vpath, verdict)) < 0)
+		return r;
 	if (renameat2(o.dirfd, o.hname, n.dirfd, n.hname, flags) < 0)
 		return ret_err(verdict, negative_errno());
 	vfs__change_note(v, VFS_CHANGE_RENAMED, n.vpath, o.vpath);

@@ -108,6 +108,8 @@ struct vfs {
 
 /* table.c */
 bool vfs__glob_match(const char *pat, const char *path);
+bool vfs__glob_may_match_below(const char *pat, const char *dir);
+bool vfs__glob_moves_with(const char *pat, const char *dir, const char *newdir);
 int vfs__normalize(const char *base, const char *path, char *buf, size_t len);
 const struct vfs__rule *vfs__mount_exact(const struct vfs *v, const char *vpath);
 const struct vfs__rule *vfs__mount_covering(const struct vfs *v, const char *vpath);
