@@ -15,7 +15,9 @@
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <linux/openat2.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
@@ -291,11 +293,106 @@ static void comm_changes(struct sup_call *c)
 
 /* --- open family ---------------------------------------------------------------------- */
 
+/*
+ * A FIFO open that waits for its other end (vfs_open_nowait()) runs on a thread of its
+ * own, which answers the notification itself, so that the notifier goes on answering
+ * every other call meanwhile. The thread holds only what it was given: a copy of the
+ * listener, the FIFO's O_PATH fd and the flags (the vfs may be gone before it ends). A
+ * timer interrupts its open every FIFO_POLL_MS (the notifier threads' SIGUSR2, no
+ * SA_RESTART) to see whether the caller is still there; a caller that died ends it.
+ * At most FIFO_WAITERS wait at once; beyond that the open fails with EAGAIN.
+ */
+#define FIFO_WAITERS 64
+#ifndef sigev_notify_thread_id
+#define sigev_notify_thread_id _sigev_un._tid /* glibc before 2.39 */
+#endif
+#define FIFO_POLL_MS 250
+
+struct fifo_wait {
+	int listener, fd, flags;
+	unsigned fd_flags;
+	uint64_t id;
+};
+
+static atomic_int fifo_waiting;
+
+static void *fifo_wait_main(void *arg)
+{
+	struct fifo_wait *fw = arg;
+	struct sigevent sev = { .sigev_notify = SIGEV_THREAD_ID, .sigev_signo = SIGUSR2 };
+	struct itimerspec its = { { 0, FIFO_POLL_MS * 1000000L }, { 0, FIFO_POLL_MS * 1000000L } };
+	char proc[64];
+	timer_t timer;
+	bool have_timer;
+	int fd;
+
+	sev.sigev_notify_thread_id = gettid();
+	have_timer = timer_create(CLOCK_MONOTONIC, &sev, &timer) == 0 &&
+		     timer_settime(timer, 0, &its, NULL) == 0;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fw->fd);
+	for (;;) {
+		fd = open(proc, (fw->flags & ~(O_CREAT | O_EXCL | O_NOFOLLOW)) | O_CLOEXEC);
+		if (fd >= 0 || errno != EINTR)
+			break;
+		if (!notify_id_valid(fw->listener, fw->id))
+			break; /* the caller is gone: nobody to answer */
+	}
+	if (fd < 0)
+		fd = -errno;
+	if (have_timer)
+		timer_delete(timer);
+	if (fd >= 0) {
+		int r = notify_addfd_send(fw->listener, fw->id, fd, fw->fd_flags);
+
+		if (r < 0 && r != -ENOENT)
+			notify_reply(fw->listener, fw->id, 0, r == -EMFILE ? EMFILE : EIO);
+		close(fd);
+	} else if (fd != -EINTR) {
+		notify_reply(fw->listener, fw->id, 0, -fd);
+	}
+	close(fw->fd);
+	close(fw->listener);
+	free(fw);
+	atomic_fetch_sub(&fifo_waiting, 1);
+	return NULL;
+}
+
+/* Takes fd (the FIFO's O_PATH fd). */
+static void defer_fifo_open(struct sup_call *c, int fd, int flags)
+{
+	struct fifo_wait *fw = NULL;
+	pthread_attr_t attr;
+	pthread_t t;
+	bool started = false;
+
+	if (atomic_fetch_add(&fifo_waiting, 1) < FIFO_WAITERS && (fw = calloc(1, sizeof(*fw)))) {
+		*fw = (struct fifo_wait){ .fd = fd, .flags = flags, .id = c->req->id,
+					  .fd_flags = (flags & O_CLOEXEC) ? O_CLOEXEC : 0 };
+		fw->listener = fcntl(c->s->listener, F_DUPFD_CLOEXEC, 3);
+		if (fw->listener >= 0 && pthread_attr_init(&attr) == 0) {
+			pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+			started = pthread_create(&t, &attr, fifo_wait_main, fw) == 0;
+			pthread_attr_destroy(&attr);
+		}
+	}
+	if (started) {
+		c->outcome = CALL_REPLIED;
+		return;
+	}
+	if (fw && fw->listener >= 0)
+		close(fw->listener);
+	free(fw);
+	close(fd);
+	atomic_fetch_sub(&fifo_waiting, 1);
+	deny(c, EAGAIN, "too many FIFO opens waiting for their other end");
+}
+
 static void do_open(struct sup_call *c, int64_t dirfd, uint64_t path_addr, int flags,
 		    mode_t mode, uint64_t resolve)
 {
 	char base[PATH_MAX];
 	struct vfs_caller caller;
+	bool wait;
 	int r;
 
 	if (c->s->audit) /* the flags are for the record only */
@@ -308,9 +405,11 @@ static void do_open(struct sup_call *c, int64_t dirfd, uint64_t path_addr, int f
 	r = make_caller(c, dirfd, c->path, base, &caller);
 	if (r < 0)
 		return set_result(c, r);
-	r = vfs_open(c->s->vfs, &caller, c->path, flags, mode, resolve, &c->verdict);
+	r = vfs_open_nowait(c->s->vfs, &caller, c->path, flags, mode, resolve, &wait, &c->verdict);
 	if (r < 0)
 		return set_result(c, r);
+	if (wait)
+		return defer_fifo_open(c, r, flags);
 	if ((flags & O_ACCMODE) != O_RDONLY && names_comm(c->verdict.vpath))
 		atomic_store(&c->s->comm_nocache, true); /* see read_comm() */
 	c->fd = r;

@@ -153,9 +153,48 @@ static int opath_refused(const struct vfs__walk *w, struct vfs_verdict *verdict)
 	return -EOPNOTSUPP;
 }
 
+/*
+ * Opening a FIFO for reading only or writing only waits for the other end, and the
+ * supervisor must never wait for the sandbox. A writer is tried without waiting first
+ * (a reader is there: done, and O_NONBLOCK, which the program did not ask for, is cleared
+ * on the file description it will share). A reader, or a writer with no reader yet, gets
+ * a copy of the FIFO's O_PATH fd instead, to be opened where waiting is harmless
+ * (vfs_reopen()): the fd pins the very FIFO that was decided on, so a path swapped in
+ * the meantime changes nothing. Returns 0 when the open does not wait (open it now), an
+ * fd, or -errno.
+ */
+static int open_fifo_nowait(const struct vfs *v, const struct vfs__walk *w, int flags,
+                            bool *ret_wait, struct vfs_verdict *verdict)
+{
+	int fd, fl;
+
+	if (!ret_wait || !S_ISFIFO(w->st.st_mode) || (flags & (O_NONBLOCK | O_PATH)) ||
+	    (flags & O_ACCMODE) == O_RDWR)
+		return 0;
+	if ((flags & O_ACCMODE) == O_WRONLY) {
+		fd = vfs__reopen(v, w->fd, flags | O_NONBLOCK);
+		if (fd >= 0) {
+			fl = fcntl(fd, F_GETFL);
+			if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+				fl = negative_errno();
+				close(fd);
+				return ret_err(verdict, fl);
+			}
+			return fd;
+		}
+		if (fd != -ENXIO)
+			return ret_err(verdict, fd);
+	}
+	fd = fcntl(w->fd, F_DUPFD_CLOEXEC, 3);
+	if (fd < 0)
+		return ret_err(verdict, negative_errno());
+	*ret_wait = true;
+	return fd;
+}
+
 static int open_once(const struct vfs *v, const struct vfs_caller *c, const char *path,
                      int flags, mode_t mode, uint64_t resolve, struct vfs_verdict *verdict,
-                     bool *ret_retry)
+                     bool *ret_retry, bool *ret_wait)
 {
 	_cleanup_walk_ struct vfs__walk w = { .dirfd = -1, .fd = -1 };
 	int acc, r, fd;
@@ -217,6 +256,8 @@ static int open_once(const struct vfs *v, const struct vfs_caller *c, const char
 		return r;
 	if (!(flags & O_PATH) && (r = open_ctty(v, c, &w, flags, mode, verdict)) != 0)
 		return r;
+	if ((r = open_fifo_nowait(v, &w, flags, ret_wait, verdict)) != 0)
+		return r;
 	if (flags & O_PATH)
 		fd = vfs__reopen(v, w.fd, O_RDONLY | (S_ISDIR(w.st.st_mode) ? O_DIRECTORY : 0));
 	else
@@ -228,20 +269,29 @@ static int open_once(const struct vfs *v, const struct vfs_caller *c, const char
 	return fd;
 }
 
-_public_ int vfs_open(const struct vfs *v, const struct vfs_caller *c, const char *path, int flags,
-                      mode_t mode, uint64_t resolve, struct vfs_verdict *verdict)
+_public_ int vfs_open_nowait(const struct vfs *v, const struct vfs_caller *c, const char *path,
+                             int flags, mode_t mode, uint64_t resolve, bool *ret_wait,
+                             struct vfs_verdict *verdict)
 {
 	bool retry;
 	int r;
 
+	if (ret_wait)
+		*ret_wait = false;
 	/* a racing creator can make O_CREAT without O_EXCL meet an existing name; the
 	 * kernel retries the lookup too (in open_last_lookups) */
 	for (int i = 0; i < 4; i++) {
-		r = open_once(v, c, path, flags, mode, resolve, verdict, &retry);
+		r = open_once(v, c, path, flags, mode, resolve, verdict, &retry, ret_wait);
 		if (!retry)
 			return r;
 	}
 	return r;
+}
+
+_public_ int vfs_open(const struct vfs *v, const struct vfs_caller *c, const char *path, int flags,
+                      mode_t mode, uint64_t resolve, struct vfs_verdict *verdict)
+{
+	return vfs_open_nowait(v, c, path, flags, mode, resolve, NULL, verdict);
 }
 
 /* The walk's own stat of the last object is the answer: taken on the object's O_PATH fd,

@@ -154,6 +154,12 @@ int vfs_foreach_mount(const struct vfs *v, int (*fn)(const struct vfs_mount_info
  * injected), EOPNOTSUPP for other types. */
 int vfs_open(const struct vfs *v, const struct vfs_caller *c, const char *path, int flags,
              mode_t mode, uint64_t resolve, struct vfs_verdict *verdict);
+/* vfs_open(), except that an open that would wait for another process (a FIFO opened
+ * for reading only or writing only, without O_NONBLOCK, with no partner yet) is not
+ * performed: *ret_wait is set and an O_PATH fd of the FIFO returned, to be opened with
+ * its flags through /proc/self/fd/N where waiting is harmless. */
+int vfs_open_nowait(const struct vfs *v, const struct vfs_caller *c, const char *path, int flags,
+                    mode_t mode, uint64_t resolve, bool *ret_wait, struct vfs_verdict *verdict);
 
 /* stat family: flags are AT_SYMLINK_NOFOLLOW / AT_NO_AUTOMOUNT (AT_EMPTY_PATH with an
  * empty path is handled by the interposer on the tracee's fd, not here). */
