@@ -402,7 +402,9 @@ static void do_open(struct sup_call *c, int64_t dirfd, uint64_t path_addr, int f
 		return set_result(c, r);
 	if (!still_valid(c))
 		return set_result(c, -ESRCH);
-	r = make_caller(c, dirfd, c->path, base, &caller);
+	/* RESOLVE_IN_ROOT and RESOLVE_BENEATH scope even an absolute path to dirfd */
+	r = make_caller(c, dirfd, (resolve & (RESOLVE_IN_ROOT | RESOLVE_BENEATH)) ? "." : c->path,
+			base, &caller);
 	if (r < 0)
 		return set_result(c, r);
 	r = vfs_open_nowait(c->s->vfs, &caller, c->path, flags, mode, resolve, &wait, &c->verdict);
@@ -441,6 +443,15 @@ static void handle_openat2(struct sup_call *c)
 		return set_result(c, r);
 	if (how.flags >> 32)
 		return set_result(c, -EINVAL);
+	/* The kernel's own check of flags, mode and resolve bits (unknown bits, BENEATH
+	 * with IN_ROOT, a mode without O_CREAT, ...), which comes before it reads the path:
+	 * asked with an empty path, it answers that error, or ENOENT for the empty name,
+	 * never touching a file. */
+	r = (int)syscall(SYS_openat2, AT_FDCWD, "", &how, sizeof(how));
+	if (r >= 0)
+		close(r);
+	else if (errno != ENOENT)
+		return set_result(c, negative_errno());
 	do_open(c, (int64_t)ARG(c, 0), ARG(c, 1), (int)how.flags, (mode_t)how.mode, how.resolve);
 }
 
@@ -623,6 +634,28 @@ static void handle_unlink(struct sup_call *c, int64_t dirfd, uint64_t path, int 
 	set_result(c, vfs_unlink(c->s->vfs, &caller, c->path, flags, &c->verdict));
 }
 
+/* linkat(fd, "", newdirfd, newpath, AT_EMPTY_PATH), as for O_TMPFILE: the caller's fd is
+ * taken once, and the decision (where its link says it is) and the link are on that
+ * copy. */
+static int link_fd(struct sup_call *c, int64_t fd, const struct vfs_caller *nc)
+{
+	_cleanup_close_ int copy = -1;
+	char proc[64];
+	ssize_t n;
+
+	if ((int)fd == AT_FDCWD)
+		return -EPERM; /* the cwd: a directory */
+	copy = tracee_getfd(c, (int)fd);
+	if (copy < 0)
+		return copy;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", copy);
+	n = readlink(proc, c->path, PATH_MAX - 1);
+	if (n < 0)
+		return -EBADF;
+	c->path[n] = '\0';
+	return vfs_link_fd(c->s->vfs, copy, c->path, nc, c->path2, &c->verdict);
+}
+
 /* rename/link: two paths, each with its own dirfd. */
 static void handle_two_paths(struct sup_call *c, int64_t olddirfd, uint64_t oldpath,
 			     int64_t newdirfd, uint64_t newpath, unsigned flags, bool is_link)
@@ -638,12 +671,16 @@ static void handle_two_paths(struct sup_call *c, int64_t olddirfd, uint64_t oldp
 		return set_result(c, r);
 	if (!still_valid(c))
 		return set_result(c, -ESRCH);
-	r = make_caller(c, olddirfd, c->path, obase, &oc);
+	/* AT_EMPTY_PATH: the old "path" is the fd itself, whatever it is */
+	r = is_link && (flags & AT_EMPTY_PATH) && c->path[0] == '\0' ? 0 :
+	    make_caller(c, olddirfd, c->path, obase, &oc);
 	if (r >= 0)
 		r = make_caller(c, newdirfd, c->path2, nbase, &nc);
 	if (r < 0)
 		return set_result(c, r);
-	if (is_link)
+	if (is_link && (flags & AT_EMPTY_PATH) && c->path[0] == '\0')
+		r = link_fd(c, olddirfd, &nc);
+	else if (is_link)
 		r = vfs_link(c->s->vfs, &oc, c->path, &nc, c->path2, (int)flags, &c->verdict);
 	else
 		r = vfs_rename(c->s->vfs, &oc, c->path, &nc, c->path2, flags, &c->verdict);

@@ -260,6 +260,11 @@ static int open_once(const struct vfs *v, const struct vfs_caller *c, const char
 		return r;
 	if (flags & O_PATH)
 		fd = vfs__reopen(v, w.fd, O_RDONLY | (S_ISDIR(w.st.st_mode) ? O_DIRECTORY : 0));
+	else if (tmpfile)
+		/* in the directory itself ("." of its fd: no name to swap), with the mode the
+		 * program gave (a reopen through /proc would take none) */
+		fd = RET_NERRNO(openat(w.fd, ".", (flags & ~(O_CREAT | O_EXCL | O_NOFOLLOW)) | O_CLOEXEC,
+		                       mode));
 	else
 		fd = vfs__reopen(v, open_source(&w), flags);
 	if (fd < 0)
@@ -642,7 +647,8 @@ _public_ int vfs_link(const struct vfs *v, const struct vfs_caller *oldc, const 
 	_cleanup_walk_ struct vfs__walk o = { .dirfd = -1, .fd = -1 }, n = { .dirfd = -1, .fd = -1 };
 	int r;
 
-	if (flags & ~AT_SYMLINK_FOLLOW)
+	/* AT_EMPTY_PATH with a name is a plain link (the empty name is vfs_link_fd()'s) */
+	if (flags & ~(AT_SYMLINK_FOLLOW | AT_EMPTY_PATH))
 		return ret_err(verdict, -EINVAL);
 	r = vfs__walk(v, oldc, oldpath, (flags & AT_SYMLINK_FOLLOW) ? 0 : VFS__NOFOLLOW, 0, &o,
 	              verdict);
@@ -662,6 +668,47 @@ _public_ int vfs_link(const struct vfs *v, const struct vfs_caller *oldc, const 
 	if (o.mount_root || o.dirfd < 0 || entry_mount(&o) != entry_mount(&n))
 		return ret_err(verdict, -EXDEV);
 	if (linkat(o.dirfd, o.hname, n.dirfd, n.hname, 0) < 0)
+		return ret_err(verdict, negative_errno());
+	vfs__change_note(v, VFS_CHANGE_CREATED, n.vpath, NULL);
+	return 0;
+}
+
+_public_ int vfs_link_fd(const struct vfs *v, int fd, const char *fd_path,
+                         const struct vfs_caller *newc, const char *newpath,
+                         struct vfs_verdict *verdict)
+{
+	_cleanup_walk_ struct vfs__walk n = { .dirfd = -1, .fd = -1 };
+	const struct vfs__rule *m;
+	char where[PATH_MAX];
+	size_t len = strlen(fd_path);
+	struct stat st;
+	int r;
+
+	if (fstat(fd, &st) < 0)
+		return ret_err(verdict, negative_errno());
+	if (S_ISDIR(st.st_mode))
+		return ret_err(verdict, -EPERM);
+	/* a pipe, socket or memfd lives on a mount of the kernel's own */
+	if (fd_path[0] != '/' || len >= sizeof(where))
+		return ret_err(verdict, -EXDEV);
+	/* an O_TMPFILE or unlinked file reads "PATH (deleted)": it is where PATH was */
+	memcpy(where, fd_path, len + 1);
+	if (st.st_nlink == 0 && len > 10 && streq(where + len - 10, " (deleted)"))
+		where[len - 10] = '\0';
+	m = vfs__mount_covering(v, where);
+	if (!m)
+		return ret_err(verdict, -EXDEV);
+	/* the rules are by path: a new name for a denied file would be an open door */
+	r = vfs_decide(v, where, VFS_WANT_READ, verdict);
+	if (r < 0)
+		return r;
+	r = walk_new_entry(v, newc, newpath, &n, verdict);
+	if (r < 0)
+		return r;
+	/* each mapping is its own mount in the sandbox: no links across them */
+	if (entry_mount(&n) != m)
+		return ret_err(verdict, -EXDEV);
+	if (linkat(fd, "", n.dirfd, n.hname, AT_EMPTY_PATH) < 0)
 		return ret_err(verdict, negative_errno());
 	vfs__change_note(v, VFS_CHANGE_CREATED, n.vpath, NULL);
 	return 0;

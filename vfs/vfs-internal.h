@@ -167,6 +167,7 @@ struct vfs__walk {
 	bool st_full;               /* st is a real stat, not just the file type */
 	bool raced;                 /* VFS__STATONLY met a name changing under it: walk again */
 	const struct vfs__rule *block; /* hide/deny rule in force */
+	bool own_object;            /* ended on the caller's own memfd: no rule applies */
 	int proc_depth;             /* components below a /proc mapping's root, -1 outside */
 	bool proc_task;             /* inside /proc/<pid>/task */
 	char synth[32];             /* target of a synthetic /proc/self link ("" when none) */

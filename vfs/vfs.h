@@ -188,6 +188,12 @@ int vfs_rename(const struct vfs *v, const struct vfs_caller *oldc, const char *o
 int vfs_link(const struct vfs *v, const struct vfs_caller *oldc, const char *oldpath,
              const struct vfs_caller *newc, const char *newpath, int flags,
              struct vfs_verdict *verdict);
+/* linkat(fd, "", ..., AT_EMPTY_PATH): a new name for the object of fd (one of ours: the
+ * caller's fd taken with pidfd_getfd), whose /proc/self/fd link reads fd_path. The name
+ * must be one the policy lets the caller create, in the mapping that holds the object
+ * (an O_TMPFILE's "DIR/#N (deleted)" is in DIR's), and the object readable where it is. */
+int vfs_link_fd(const struct vfs *v, int fd, const char *fd_path, const struct vfs_caller *newc,
+                const char *newpath, struct vfs_verdict *verdict);
 int vfs_symlink(const struct vfs *v, const char *target, const struct vfs_caller *c,
                 const char *linkpath, struct vfs_verdict *verdict);
 int vfs_chmod(const struct vfs *v, const struct vfs_caller *c, const char *path, mode_t mode,
