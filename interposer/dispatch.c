@@ -970,12 +970,46 @@ static void handle_xattr(struct sup_call *c, bool nofollow, int op)
 	set_result(c, r);
 }
 
+/*
+ * Whether the directory (an O_PATH fd, at vpath in the view) holds an entry the view
+ * hides: its events would carry that entry's name, and the inotify fd is read natively,
+ * where nothing can filter them. -errno when it cannot be read.
+ */
+static int holds_hidden(struct sup_call *c, int fd, const char *vpath)
+{
+	static __thread char buf[32768];
+	_cleanup_close_ int dfd = -1;
+	char proc[64];
+	ssize_t n;
+
+	if (!vfs_dir_needs_filter(c->s->vfs, vpath))
+		return 0;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	dfd = open(proc, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return negative_errno();
+	while ((n = syscall(SYS_getdents64, dfd, buf, sizeof(buf))) > 0)
+		if (vfs_filter_dirents(c->s->vfs, vpath, buf, (size_t)n) != (size_t)n)
+			return 1;
+	return n < 0 ? negative_errno() : 0;
+}
+
+/*
+ * A watch is added by the supervisor on the object the vfs resolved, to the caller's
+ * inotify instance. Its events are read natively and name the directory's entries,
+ * hidden ones too: a watch on a directory that holds a hidden entry is refused
+ * (EACCES, as for a directory one may not read). The sandbox cannot create a hidden
+ * name itself; a hidden name that a process outside creates later in a watched
+ * directory does show in its events.
+ */
 static void handle_inotify_add_watch(struct sup_call *c)
 {
 	char base[PATH_MAX], name[NAME_MAX + 1], proc[64];
 	_cleanup_close_ int ino = -1, fd = -1;
 	struct vfs_caller caller;
 	uint32_t mask = (uint32_t)ARG(c, 2);
+	struct stat st;
+	int r;
 
 	if (prep_path(c, AT_FDCWD, ARG(c, 1), c->path, base, &caller) < 0)
 		return;
@@ -984,6 +1018,14 @@ static void handle_inotify_add_watch(struct sup_call *c)
 			 &c->verdict);
 	if (fd < 0)
 		return set_result(c, fd);
+	if (fstat(fd, &st) < 0)
+		return set_result(c, negative_errno());
+	if (S_ISDIR(st.st_mode) && (r = holds_hidden(c, fd, c->verdict.vpath)) != 0) {
+		if (r < 0)
+			return set_result(c, r);
+		return deny(c, EACCES, "inotify: the directory holds hidden entries, whose names "
+				       "its events would show");
+	}
 	ino = tracee_getfd(c, (int)ARG(c, 0));
 	if (ino < 0)
 		return set_result(c, ino);
