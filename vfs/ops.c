@@ -269,7 +269,8 @@ static int open_once(const struct vfs *v, const struct vfs_caller *c, const char
 		fd = vfs__reopen(v, open_source(&w), flags);
 	if (fd < 0)
 		return ret_err(verdict, fd);
-	if (writes && !tmpfile && S_ISREG(w.st.st_mode))
+	/* a memfd or an unlinked file (reopened through /proc/self/fd) leaves nothing */
+	if (writes && !tmpfile && S_ISREG(w.st.st_mode) && w.st.st_nlink > 0 && !w.own_object)
 		vfs__change_note(v, VFS_CHANGE_WRITTEN, w.vpath, NULL);
 	return fd;
 }
