@@ -303,10 +303,10 @@ static void comm_changes(struct sup_call *c)
  * At most FIFO_WAITERS wait at once; beyond that the open fails with EAGAIN.
  */
 #define FIFO_WAITERS 64
+#define FIFO_POLL_MS 250
 #ifndef sigev_notify_thread_id
 #define sigev_notify_thread_id _sigev_un._tid /* glibc before 2.39 */
 #endif
-#define FIFO_POLL_MS 250
 
 struct fifo_wait {
 	int listener, fd, flags;
@@ -332,13 +332,11 @@ static void *fifo_wait_main(void *arg)
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fw->fd);
 	for (;;) {
 		fd = open(proc, (fw->flags & ~(O_CREAT | O_EXCL | O_NOFOLLOW)) | O_CLOEXEC);
-		if (fd >= 0 || errno != EINTR)
-			break;
-		if (!notify_id_valid(fw->listener, fw->id))
-			break; /* the caller is gone: nobody to answer */
+		if (fd < 0)
+			fd = -errno;
+		if (fd != -EINTR || !notify_id_valid(fw->listener, fw->id))
+			break; /* opened, failed, or the caller is gone: nobody to answer */
 	}
-	if (fd < 0)
-		fd = -errno;
 	if (have_timer)
 		timer_delete(timer);
 	if (fd >= 0) {
@@ -803,12 +801,12 @@ static void handle_statfs(struct sup_call *c)
 
 /* --- metadata through an fd ------------------------------------------------------- */
 
-/* security.* (file capabilities, LSM labels) and trusted.* need CAP_SETFCAP or
- * CAP_SYS_ADMIN, which the sandbox never has: the kernel would refuse the caller, so the
- * supervisor, which has them, must refuse on its behalf. */
 #define XATTR_PRIV_RULE "security.* and trusted.* xattrs need capabilities the sandbox lacks"
 #define DEVICE_META_RULE "a device node's metadata is the host's: not changed"
 
+/* security.* (file capabilities, LSM labels) and trusted.* need CAP_SETFCAP or
+ * CAP_SYS_ADMIN, which the sandbox never has: the kernel would refuse the caller, so the
+ * supervisor, which has them, must refuse on its behalf. */
 static bool privileged_xattr(const char *name)
 {
 	return strncmp(name, "security.", 9) == 0 || strncmp(name, "trusted.", 8) == 0;
@@ -941,9 +939,7 @@ static void handle_xattr(struct sup_call *c, bool nofollow, int op)
 		return set_result(c, fd);
 	if (op >= 2 && (privileged_xattr(name) || (fstat(fd, &st) == 0 && is_device(st.st_mode)))) {
 		safe_close(fd);
-		return deny(c, EPERM, privileged_xattr(name) ?
-			    XATTR_PRIV_RULE :
-			    DEVICE_META_RULE);
+		return deny(c, EPERM, privileged_xattr(name) ? XATTR_PRIV_RULE : DEVICE_META_RULE);
 	}
 	/* The O_PATH fd is the object itself; its /proc link lands on it without any
 	 * further lookup of a name the sandbox could swap. */
