@@ -29,8 +29,6 @@
 #include "sup.h"
 #include "vfs.h"
 
-int moat_log_level = LOG_LEVEL_NOTICE;
-
 static const char run_usage[] =
 	"usage: moat run [OPTIONS] -- COMMAND [ARG...]\n"
 	"\n"
