@@ -5,8 +5,10 @@
 # must not read the secret (moat refuses the rename with EXDEV; mv then copies through
 # the view, where gcloud is not). Neither may a hidden file be renamed to a visible
 # name, nor a file onto a hidden name, in either mode; checked from outside (the host
-# tree after the run) and by the output. Controls: a directory holding a .env (hidden by
-# a rule that matches anywhere) and one with no rule below are renamed as usual.
+# tree after the run) and by the output. The same for a glob of two components
+# (**/.docker/config.json) when .docker itself is renamed. Controls: a directory holding
+# a .env or a .docker/config.json (rules that match wherever the directory is) and one
+# with no rule below are renamed as usual.
 . "$MOAT_SRC/tests/lib/tap.sh"
 . "$MOAT_SRC/tests/live/vfs/lib.sh"
 PY=/usr/bin/python3
@@ -15,16 +17,17 @@ PY=/usr/bin/python3
 # A fresh workspace for each case (a refused mv still copies and deletes what it sees).
 fresh() {
 	make_workspace
-	mkdir -p "$W/.config/gcloud" "$W/.config/other" "$W/proj" "$W/env-dir"
+	mkdir -p "$W/.config/gcloud" "$W/.config/other" "$W/proj" "$W/env-dir" "$W/app/.docker"
 	printf '%s\n' "$SECRET" >"$W/.config/gcloud/credentials.db"
+	printf '%s\n' "$SECRET" >"$W/app/.docker/config.json"
 	echo keep >"$W/proj/f"
 	printf '%s\n' "$SECRET" >"$W/env-dir/.env"
 }
 
-plan 14
+plan 18
 for mode in unnamespaced namespaced; do
 	if ! have_mode "$mode"; then
-		for i in 1 2 3 4 5 6 7; do skip "$mode: case $i" "moat cannot start in $mode mode here"; done
+		for i in 1 2 3 4 5 6 7 8 9; do skip "$mode: case $i" "moat cannot start in $mode mode here"; done
 		continue
 	fi
 	fresh
@@ -77,5 +80,18 @@ except OSError as e:
 	out=$(cd "$W" && "$MOAT" run -q --mode "$mode" --hide "$W/.config/gcloud" -- sh -c 'mv proj proj2 && mv .config/other .config/other2' 2>&1)
 	[ -f "$W/proj2/f" ] && [ -d "$W/.config/other2" ]
 	ok $? "$mode: directories with no rule below are renamed (control)" "$out"
+
+	# a glob of two components: which paths below a directory it matches can depend on
+	# the directory's own name (.docker), or not (app)
+	fresh
+	out=$(cd "$W" && "$MOAT" run -q --mode "$mode" --hide '**/.docker/config.json' -- sh -c '
+		mv app/.docker app/dk; cat app/dk/config.json' 2>&1)
+	no_secret <(echo "$out") "$SECRET" && [ -f "$W/app/.docker/config.json" ] && [ ! -e "$W/app/dk/config.json" ]
+	ok $? "$mode: mv .docker dk does not carry a **/.docker/config.json out" "$out"
+	fresh
+	out=$(cd "$W" && "$MOAT" run -q --mode "$mode" --hide '**/.docker/config.json' -- sh -c '
+		mv app app2; cat app2/.docker/config.json' 2>&1)
+	no_secret <(echo "$out") "$SECRET" && [ -f "$W/app2/.docker/config.json" ]
+	ok $? "$mode: a directory holding .docker/config.json is renamed, which stays hidden (control)" "$out"
 done
 finish
