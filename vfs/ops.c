@@ -158,9 +158,9 @@ static int opath_refused(const struct vfs__walk *w, struct vfs_verdict *verdict)
  * supervisor must never wait for the sandbox. A writer is tried without waiting first
  * (a reader is there: done, and O_NONBLOCK, which the program did not ask for, is cleared
  * on the file description it will share). A reader, or a writer with no reader yet, gets
- * a copy of the FIFO's O_PATH fd instead, to be opened where waiting is harmless
- * (vfs_reopen()): the fd pins the very FIFO that was decided on, so a path swapped in
- * the meantime changes nothing. Returns 0 when the open does not wait (open it now), an
+ * a copy of the FIFO's O_PATH fd instead, for the caller to open through
+ * /proc/self/fd/N where waiting is harmless: the fd pins the very FIFO that was decided
+ * on, so a path swapped in the meantime changes nothing. Returns 0 when the open does not wait (open it now), an
  * fd, or -errno.
  */
 static int open_fifo_nowait(const struct vfs *v, const struct vfs__walk *w, int flags,
