@@ -1085,8 +1085,11 @@ int sup_run(struct sup_opts *o)
 	}
 	if (o->disk)
 		vfs_set_disk_quota(o->vfs, o->disk);
-	if (vfs_needs_mounts(o->vfs) && own_mount_ns() < 0)
-		return MOAT_EXIT_FAILURE;
+	if (vfs_needs_mounts(o->vfs)) {
+		if (own_mount_ns() < 0)
+			return MOAT_EXIT_FAILURE;
+		vfs_allow_mounts(o->vfs);
+	}
 	r = vfs_finalize(o->vfs, R->ctx.namespaced ? VFS_MODE_NAMESPACED : VFS_MODE_UNNAMESPACED,
 			 errbuf, sizeof(errbuf));
 	if (r < 0) {

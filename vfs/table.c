@@ -1206,6 +1206,11 @@ _public_ int vfs_set_disk_quota(struct vfs *v, uint64_t bytes)
 	return 0;
 }
 
+_public_ void vfs_allow_mounts(struct vfs *v)
+{
+	v->may_mount = true;
+}
+
 _public_ bool vfs_needs_mounts(const struct vfs *v)
 {
 	if (v->disk_quota)
@@ -1295,7 +1300,7 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 		            strerror(-v->private_lock));
 	/* After the lock: a sweeper of another run locks the directory underneath, which
 	 * is the one the host sees, and so leaves it alone. */
-	if (v->disk_quota) {
+	if (v->disk_quota && v->may_mount) {
 		char opts[64];
 
 		snprintf(opts, sizeof(opts), "size=%llu,mode=0700", (unsigned long long)v->disk_quota);
@@ -1316,7 +1321,7 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 				return r;
 			if (mkdir(a->host, 01777) < 0 || chmod(a->host, 01777) < 0)
 				return fail(errbuf, errlen, "%s: %s", a->desc, strerror(errno));
-			if (a->size && (r = mount_sized(a)) < 0)
+			if (a->size && v->may_mount && (r = mount_sized(a)) < 0)
 				return fail(errbuf, errlen, "%s: cannot mount a tmpfs of %s: %s",
 				            a->desc, a->size, strerror(-r));
 			if (mode == VFS_MODE_UNNAMESPACED) {

@@ -102,6 +102,7 @@ struct vfs {
 	unsigned n_private;
 	uint64_t disk_quota;       /* --disk: private_dir is a tmpfs of this size, or 0 */
 	bool private_mounted;
+	bool may_mount;            /* vfs_allow_mounts(): the sizes are mounted, not just checked */
 
 	pthread_mutex_t lock;      /* guards changes */
 	struct vfs__change *changes;

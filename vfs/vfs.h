@@ -97,11 +97,13 @@ int vfs_add_default_profile(struct vfs *v, const char *home, const char *cwd);
  * directory holding every tmpfs's backing (the sandbox's /tmp, /dev/shm, home, and any
  * tmpfs of the policy) is itself a tmpfs of that size; a tmpfs directive with a SIZE gets
  * a tmpfs of that size as its backing. Both are mounted by vfs_finalize() on the host
- * paths the supervisor and the sandbox share, so the caller must be in a mount namespace
- * of its own, where it may mount (vfs_needs_mounts() says whether it must).
+ * paths the supervisor and the sandbox share, and only once the caller says it is in a
+ * mount namespace of its own where it may mount (vfs_allow_mounts(); vfs_needs_mounts()
+ * says whether it must): a vfs built only to check or replay a policy mounts nothing.
  */
 int vfs_set_disk_quota(struct vfs *v, uint64_t bytes);
 bool vfs_needs_mounts(const struct vfs *v);
+void vfs_allow_mounts(struct vfs *v);
 /* The disk quota's use at the end of the run: false without a quota. */
 bool vfs_disk_usage(const struct vfs *v, uint64_t *ret_used, uint64_t *ret_size);
 
