@@ -62,6 +62,60 @@ static void fmt_ns(char *buf, size_t len, uint64_t ns)
 		snprintf(buf, len, "%.1fs", (double)ns / 1e9);
 }
 
+/*
+ * Text from the stream (paths, rule texts, names: anything the sandbox or a hand-edited
+ * file chose) made safe for one line of a terminal table: control characters and the
+ * backslash as C escapes (quote also escapes '"'), cut with "..." when it does not fit
+ * in len. A rule text with a newline (a `file` rule's content) or a path with an escape
+ * sequence then cannot break a table or forge a line.
+ */
+static const char *esc(char *buf, size_t len, const char *s, bool quote)
+{
+	size_t o = 0;
+
+	if (len < 4)
+		return "";
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		char e[5];
+		size_t n;
+
+		if (*p == '\\' || (quote && *p == '"'))
+			n = (size_t)snprintf(e, sizeof(e), "\\%c", *p);
+		else if (*p == '\n')
+			n = (size_t)snprintf(e, sizeof(e), "\\n");
+		else if (*p == '\t')
+			n = (size_t)snprintf(e, sizeof(e), "\\t");
+		else if (*p < 0x20 || *p == 0x7f)
+			n = (size_t)snprintf(e, sizeof(e), "\\x%02x", *p);
+		else
+			n = (size_t)snprintf(e, sizeof(e), "%c", *p);
+		if (o + n + 1 > len) {
+			memcpy(buf + MIN(o, len - 4), "...", 4);
+			return buf;
+		}
+		memcpy(buf + o, e, n);
+		o += n;
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
+/* The same escaping, whole, for dump's one line per record. */
+static void put_esc(FILE *out, const char *s, bool quote)
+{
+	char buf[256];
+
+	for (const char *p = s; *p;) {
+		size_t n = strnlen(p, 60);
+		char chunk[61];
+
+		memcpy(chunk, p, n);
+		chunk[n] = '\0';
+		fputs(esc(buf, sizeof(buf), chunk, quote), out);
+		p += n;
+	}
+}
+
 /* Reports how the stream ended on stderr; true when it was damaged. */
 static bool report_end(struct audit_reader *r, unsigned bad)
 {
@@ -89,24 +143,39 @@ static void print_sys(FILE *out, const struct audit_sys *s, uint64_t seq,
 	bool sep = false;
 
 	print_time(out, tb, s->mono_ns);
-	fprintf(out, "#%" PRIu64 " %d/%d %s %s(", seq, s->pid, s->tid, s->comm ? s->comm : "?",
-		s->syscall ? s->syscall : "?");
+	fprintf(out, "#%" PRIu64 " %d/%d", seq, s->pid, s->tid);
+	if (s->sandbox_pid)
+		fprintf(out, " [%d/%d]", s->sandbox_pid, s->sandbox_tid);
+	fputc(' ', out);
+	put_esc(out, s->comm ? s->comm : "?", false);
+	fputc(' ', out);
+	put_esc(out, s->syscall ? s->syscall : "?", false);
+	fputc('(', out);
 	if (s->path) {
-		fprintf(out, "\"%s\"", s->path);
-		if (s->resolved && !streq(s->resolved, s->path))
-			fprintf(out, " -> %s", s->resolved);
+		fputc('"', out);
+		put_esc(out, s->path, true);
+		fputc('"', out);
+		if (s->resolved && !streq(s->resolved, s->path)) {
+			fputs(" -> ", out);
+			put_esc(out, s->resolved, false);
+		}
 		sep = true;
 	}
 	if (s->path2) {
-		fprintf(out, "%s\"%s\"", sep ? ", " : "", s->path2);
+		fprintf(out, "%s\"", sep ? ", " : "");
+		put_esc(out, s->path2, true);
+		fputc('"', out);
 		sep = true;
 	}
 	if (s->addr) {
-		fprintf(out, "%s%s", sep ? ", " : "", s->addr);
+		fputs(sep ? ", " : "", out);
+		put_esc(out, s->addr, false);
 		sep = true;
 	}
-	if (s->flags)
-		fprintf(out, "%s%s", sep ? ", " : "", s->flags);
+	if (s->flags) {
+		fputs(sep ? ", " : "", out);
+		put_esc(out, s->flags, false);
+	}
 	if (s->err) {
 		const char *name = strerrorname_np(s->err);
 
@@ -119,20 +188,25 @@ static void print_sys(FILE *out, const struct audit_sys *s, uint64_t seq,
 	}
 	fmt_ns(lat, sizeof(lat), s->latency_ns);
 	fprintf(out, " %s", audit_decision_name(s->decision));
-	if (s->rule)
-		fprintf(out, " rule=%s", s->rule);
+	if (s->rule) {
+		fputs(" rule=", out);
+		put_esc(out, s->rule, false);
+	}
 	fprintf(out, " (%s)\n", lat);
 	for (size_t i = 0; i < s->n_stack; i++) {
 		const struct audit_frame *f = &s->stack[i];
 
 		fprintf(out, "    #%-2zu 0x%016" PRIx64 " ", i, f->ip);
 		if (f->symbol)
-			fprintf(out, "%s+0x%" PRIx64, f->symbol, f->offset);
-		else
-			fprintf(out, "+0x%" PRIx64, f->offset);
-		fprintf(out, " (%s)", f->module ? f->module : "?");
-		if (f->build_id)
-			fprintf(out, " [%s]", f->build_id);
+			put_esc(out, f->symbol, false);
+		fprintf(out, "+0x%" PRIx64 " (", f->offset);
+		put_esc(out, f->module ? f->module : "?", false);
+		fputc(')', out);
+		if (f->build_id) {
+			fputs(" [", out);
+			put_esc(out, f->build_id, false);
+			fputc(']', out);
+		}
 		fputc('\n', out);
 	}
 }
@@ -154,10 +228,15 @@ static void print_human(FILE *out, struct audit_reader *r, const struct audit_re
 			fprintf(out, "# session %s tenant %s\n", h.session ? h.session : "-",
 				h.tenant ? h.tenant : "-");
 		fputs("# argv:", out);
-		for (size_t i = 0; h.argv && h.argv[i]; i++)
-			fprintf(out, " %s", h.argv[i]);
-		fprintf(out, "\n# cwd: %s, policy %s\n", h.cwd ? h.cwd : "?",
-			h.policy_hash ? h.policy_hash : "?");
+		for (size_t i = 0; h.argv && h.argv[i]; i++) {
+			fputc(' ', out);
+			put_esc(out, h.argv[i], false);
+		}
+		fputs("\n# cwd: ", out);
+		put_esc(out, h.cwd ? h.cwd : "?", false);
+		fputs(", policy ", out);
+		put_esc(out, h.policy_hash ? h.policy_hash : "?", false);
+		fputc('\n', out);
 		if (h.n_features) {
 			fputs("# features:", out);
 			for (size_t i = 0; i < h.n_features; i++)
@@ -184,8 +263,10 @@ static void print_human(FILE *out, struct audit_reader *r, const struct audit_re
 		print_time(out, tb, p.mono_ns);
 		fprintf(out, "#%" PRIu64 " %d %s ppid=%d", rec->seq, p.pid,
 			audit_proc_event_name(p.event), p.ppid);
-		if (p.path)
-			fprintf(out, " %s", p.path);
+		if (p.path) {
+			fputc(' ', out);
+			put_esc(out, p.path, false);
+		}
 		if (p.sha256) {
 			char hex[65];
 
@@ -220,11 +301,17 @@ static void print_human(FILE *out, struct audit_reader *r, const struct audit_re
 			     " bytes, %" PRIu64 " records, %" PRIu64 " dropped\n",
 			f.exit_status, f.reason ? f.reason : "?", wall, cpu, f.peak_memory, f.records,
 			f.dropped);
-		for (size_t i = 0; i < f.n_changes; i++)
-			fprintf(out, "#   %s %s%s%s\n", f.changes[i].kind ? f.changes[i].kind : "?",
-				f.changes[i].path ? f.changes[i].path : "?",
-				f.changes[i].old_path ? " from " : "",
-				f.changes[i].old_path ? f.changes[i].old_path : "");
+		for (size_t i = 0; i < f.n_changes; i++) {
+			fputs("#   ", out);
+			put_esc(out, f.changes[i].kind ? f.changes[i].kind : "?", false);
+			fputc(' ', out);
+			put_esc(out, f.changes[i].path ? f.changes[i].path : "?", false);
+			if (f.changes[i].old_path) {
+				fputs(" from ", out);
+				put_esc(out, f.changes[i].old_path, false);
+			}
+			fputc('\n', out);
+		}
 		break;
 	}
 	case AUDIT_REC_SIG: {
@@ -413,9 +500,11 @@ static struct stat_entry **table_sorted(struct stat_table *t)
 	return v;
 }
 
+/* Counts and keys (rule texts, paths, destinations from the stream), one escaped line each. */
 static void print_top(const char *title, struct stat_table *t, size_t top)
 {
 	struct stat_entry **v;
+	char buf[120];
 
 	if (t->n == 0)
 		return;
@@ -424,7 +513,7 @@ static void print_top(const char *title, struct stat_table *t, size_t top)
 		return;
 	printf("\n%s:\n", title);
 	for (size_t i = 0; i < t->n && i < top; i++)
-		printf("  %10" PRIu64 "  %s\n", v[i]->count, v[i]->key);
+		printf("  %10" PRIu64 "  %s\n", v[i]->count, esc(buf, sizeof(buf), v[i]->key, false));
 	free(v);
 }
 
@@ -516,11 +605,12 @@ static int cmd_stats(int argc, char **argv)
 			struct stat_entry *e = v[i];
 			char p[3][32];
 			static const double pct[3] = { 50, 95, 99 };
+			char name[21];
 
 			qsort(e->lat, e->n_lat, sizeof(*e->lat), cmp_u64);
 			for (int j = 0; j < 3; j++)
 				fmt_ns(p[j], sizeof(p[j]), audit_percentile(e->lat, e->n_lat, pct[j]));
-			printf("  %-20s %10" PRIu64, e->key, e->count);
+			printf("  %-20s %10" PRIu64, esc(name, sizeof(name), e->key, false), e->count);
 			for (unsigned d = 0; d < _AUDIT_DECISION_MAX; d++)
 				printf(" %8" PRIu64, e->dec[d]);
 			printf(" %9s %9s %9s\n", p[0], p[1], p[2]);

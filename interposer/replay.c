@@ -65,6 +65,7 @@
 #include "policy.h"
 #include "proc-ops.h"
 #include "replay.h"
+#include "sandbox-net.h"
 #include "sc.h"
 #include "vfs.h"
 
@@ -332,9 +333,31 @@ struct replay {
 	struct net *net;
 	struct run_info ri;
 	char old_tmp[PATH_MAX];        /* unnamespaced: the recorded run's private /tmp dir */
-	unsigned long long decided, changed, to_denied, to_allowed, skipped;
+	unsigned long long decided, changed, to_denied, to_allowed, skipped, infra;
 	bool json;
 };
+
+/* The rule net.c names when a namespaced sandbox reaches a server of its own. */
+#define OWN_LOOPBACK_RULE "the sandbox's own loopback (its network namespace)"
+
+/*
+ * Destinations that are moat's own infrastructure, not a decision of any policy: in a
+ * namespaced run, the DNS responder at 127.0.0.1:53 inside the sandbox (every policy
+ * gets it: its resolv.conf names it), and a loopback server of the sandbox itself,
+ * served in the sandbox's own network namespace whatever the rules say.
+ */
+static bool moat_own_destination(const struct replay *R, const struct audit_sys *s,
+				 const struct sockaddr_storage *ss)
+{
+	const struct sockaddr_in *in = (const void *)ss;
+
+	if (R->ri.mode != VFS_MODE_NAMESPACED || s->decision == AUDIT_DENIED)
+		return false;
+	if (ss->ss_family == AF_INET && in->sin_addr.s_addr == htonl(INADDR_LOOPBACK) &&
+	    in->sin_port == htons(53))
+		return true;
+	return s->rule && streq(s->rule, OWN_LOOPBACK_RULE);
+}
 
 /*
  * Unnamespaced runs record their private /tmp at its host path
@@ -409,6 +432,10 @@ static bool replay_decide(struct replay *R, const struct audit_sys *s, struct ou
 
 		if (parse_inet(s->addr, &ss, &len) < 0)
 			return false;
+		if (!k.binding && moat_own_destination(R, s, &ss)) {
+			R->infra++;
+			return false;
+		}
 		if (k.binding) {
 			/* Namespaced, the sandbox binds in its own empty network namespace. */
 			if (R->ri.mode == VFS_MODE_NAMESPACED)
@@ -474,7 +501,7 @@ int replay_cli(int argc, char **argv)
 	struct proc_map pm;
 	struct audit_reader *rd = NULL;
 	const char *policy_path = NULL, *file;
-	char errbuf[1024], here[PATH_MAX];
+	char errbuf[1024], here[PATH_MAX], ne[512];
 	unsigned bad = 0;
 	int opt, r, status = EXIT_USAGE;
 
@@ -515,6 +542,7 @@ int replay_cli(int argc, char **argv)
 		struct audit_rec rec;
 		struct audit_sys s;
 		struct outcome o;
+		unsigned long long infra;
 		bool was_denied, now_denied;
 
 		r = audit_reader_next(rd, &rec);
@@ -541,6 +569,12 @@ int replay_cli(int argc, char **argv)
 					here);
 			r = policy_apply(&pol, proc_map_init(&pm), &R.vfs, &R.net, errbuf,
 					 sizeof(errbuf));
+			/* moat's own additions (the sandbox's resolv.conf or hosts file), and
+			 * exact names in allow-net rules resolved as at the run's start */
+			if (r >= 0)
+				r = sup_net_prepare(R.vfs, R.net,
+						    R.ri.mode == VFS_MODE_NAMESPACED, ne,
+						    sizeof(ne), errbuf, sizeof(errbuf));
 			if (r >= 0)
 				r = vfs_finalize(R.vfs, R.ri.mode, errbuf, sizeof(errbuf));
 			if (chdir(here) < 0) {
@@ -550,8 +584,6 @@ int replay_cli(int argc, char **argv)
 				fprintf(stderr, "moat audit replay: %s: %s\n", policy_path, errbuf);
 				goto out;
 			}
-			/* Exact names in allow-net rules resolve as they would at the run's start. */
-			net_resolve_rules(R.net, errbuf, sizeof(errbuf));
 			continue;
 		}
 		if (rec.type != AUDIT_REC_SYS)
@@ -565,8 +597,10 @@ int replay_cli(int argc, char **argv)
 			continue;
 		if (s.decision == AUDIT_NATIVE || s.decision >= _AUDIT_DECISION_MAX)
 			continue;
+		infra = R.infra;
 		if (!replay_decide(&R, &s, &o)) {
-			R.skipped++;
+			if (R.infra == infra)
+				R.skipped++;
 			continue;
 		}
 		R.decided++;
@@ -592,6 +626,10 @@ int replay_cli(int argc, char **argv)
 	printf("%llu of %llu decisions change under %s (%llu allowed -> denied, %llu denied -> "
 	       "allowed); %llu records carry no name decision\n", R.changed, R.decided,
 	       policy_path, R.to_denied, R.to_allowed, R.skipped);
+	if (R.infra)
+		printf("%llu records reached moat's own infrastructure (the DNS responder at "
+		       "127.0.0.1:53 or the sandbox's own loopback, namespaced): no policy "
+		       "decides them, not replayed\n", R.infra);
 	status = R.changed ? EXIT_CHANGES : 0;
 out:
 	audit_reader_free(rd);

@@ -705,7 +705,7 @@ static void test_chain_detects_edit(void **state)
 	assert_non_null(strstr(out, "frame 1 "));
 	assert_non_null(strstr(out, "hash chain mismatch"));
 	/* Exactly one finding: the chain resynchronises at the checkpoint. */
-	assert_non_null(strstr(out, "verify: 1 finding "));
+	assert_non_null(strstr(out, "(1 finding "));
 	free(out);
 	free(buf);
 	free(content);
