@@ -134,50 +134,62 @@ static bool match_comp(const char *p, const char *pe, const char *s, const char 
 	return p == pe;
 }
 
-/* pat and path both point just after a '/' (or at their end). */
+/* The component after the one at c, or NULL after the last; "" (the root) has none. */
+static const char *next_comp(const char *c)
+{
+	const char *e = strchrnul(c, '/');
+
+	return *e ? e + 1 : NULL;
+}
+
+static bool is_globstar(const char *c)
+{
+	return c[0] == '*' && c[1] == '*' && (c[2] == '/' || c[2] == '\0');
+}
+
+/*
+ * pat and path both point just after a '/'. Components are matched in order; "**" spans
+ * zero or more whole components. Like '*' in match_comp(), only the latest "**" is ever
+ * retried (an earlier one could only absorb what the later one can), so a pattern with
+ * many "**" costs components(pat) x components(path) at worst, never exponential time
+ * on a deep path from the sandbox.
+ */
 static bool match_from(const char *pat, const char *path)
 {
-	for (;;) {
-		const char *pe = strchrnul(pat, '/');
-		const char *se;
+	const char *p = *pat ? pat : NULL, *s = *path ? path : NULL;
+	const char *star_p = NULL, *star_s = NULL;
 
-		if (pe - pat == 2 && pat[0] == '*' && pat[1] == '*') {
-			/* "**" spans zero or more whole components */
-			const char *rest = *pe ? pe + 1 : pe;
-
-			if (!*rest)
+	if (!s) {
+		/* "/" itself: only a pattern of "**" components matches it */
+		while (p && is_globstar(p))
+			if ((p = next_comp(p)) && !*p)
 				return true;
-			for (const char *s = path;;) {
-				if (match_from(rest, s))
-					return true;
-				s = strchr(s, '/');
-				if (!s)
-					return false;
-				s++;
-			}
-		}
-		if (!*path) {
-			/* "/" itself: only a pattern of "**" components matches it */
-			return (pe - pat == 0 && !*pat);
-		}
-		se = strchrnul(path, '/');
-		if (!match_comp(pat, pe, path, se))
-			return false;
-		if (!*se) {
-			/* the path ends: the rest of the pattern may only be "**" */
-			while (*pe) {
-				pat = pe + 1;
-				pe = strchrnul(pat, '/');
-				if (pe - pat != 2 || pat[0] != '*' || pat[1] != '*')
-					return false;
-			}
-			return true;
-		}
-		if (!*pe)
-			return false;
-		pat = pe + 1;
-		path = se + 1;
+		return !p;
 	}
+	while (s) {
+		if (p && is_globstar(p)) {
+			/* a "**" that ends the pattern (a slash after it or not) takes
+			 * whatever is left */
+			if (!(p = next_comp(p)) || !*p)
+				return true;
+			star_p = p;
+			star_s = s;
+			continue;
+		}
+		if (p && match_comp(p, strchrnul(p, '/'), s, strchrnul(s, '/'))) {
+			p = next_comp(p);
+			s = next_comp(s);
+			continue;
+		}
+		if (!star_s)
+			return false;
+		/* the latest "**" takes one more component */
+		p = star_p;
+		s = star_s = next_comp(star_s);
+	}
+	while (p && is_globstar(p))
+		p = next_comp(p);
+	return !p;
 }
 
 /* Both absolute; the path is canonical ("/" or no trailing slash). */
