@@ -846,6 +846,19 @@ static int add_if_exists(struct vfs *v, const char *word, const char *path)
 	return add(v, word, path);
 }
 
+/* Hidden by the default profile, and kept hidden by every policy `moat audit suggest`
+ * writes: one list for both. */
+_public_ const char *const vfs_default_secrets[] = {
+	"/etc/shadow*", "/etc/gshadow*", "/etc/sudoers*", "/etc/ssh/ssh_host_*",
+	"/root", "~/.ssh", "~/.aws", "~/.config/gcloud", "~/.netrc", "~/.gnupg",
+	/* private keys by their usual names; not every *.pem, which would hide the
+	 * CA bundles TLS needs (certifi's cacert.pem breaks pip and python -m venv) */
+	"**/.env", "**/*key*.pem", "**/*.key", "**/*.p12", "**/*.pfx",
+	"**/id_rsa*", "**/id_dsa*", "**/id_ecdsa*", "**/id_ed25519*",
+	"/proc/kcore", "/proc/kmsg", "/proc/keys", "/proc/sysrq-trigger",
+	NULL,
+};
+
 /*
  * The default profile. Order matters (later wins, see vfs-internal.h): other users'
  * homes are hidden before the workspace is mapped, so a workspace inside a home is
@@ -861,15 +874,6 @@ _public_ int vfs_add_default_profile(struct vfs *v, const char *home, const char
 	};
 	static const char *const dev_links[] = {
 		"/dev/fd", "/dev/stdin", "/dev/stdout", "/dev/stderr",
-	};
-	static const char *const secrets[] = {
-		"/etc/shadow*", "/etc/gshadow*", "/etc/sudoers*", "/etc/ssh/ssh_host_*",
-		"/root", "~/.ssh", "~/.aws", "~/.config/gcloud", "~/.netrc", "~/.gnupg",
-		/* private keys by their usual names; not every *.pem, which would hide the
-		 * CA bundles TLS needs (certifi's cacert.pem breaks pip and python -m venv) */
-		"**/.env", "**/*key*.pem", "**/*.key", "**/*.p12", "**/*.pfx",
-		"**/id_rsa*", "**/id_dsa*", "**/id_ecdsa*", "**/id_ed25519*",
-		"/proc/kcore", "/proc/kmsg", "/proc/keys", "/proc/sysrq-trigger",
 	};
 	char w[PATH_MAX];
 	int r;
@@ -911,10 +915,41 @@ _public_ int vfs_add_default_profile(struct vfs *v, const char *home, const char
 			return r;
 	if ((r = add(v, "ro-bind", "/proc")) < 0)
 		return r;
-	for (size_t i = 0; i < ELEMENTSOF(secrets); i++)
-		if ((r = add(v, "hide", secrets[i])) < 0)
+	for (size_t i = 0; vfs_default_secrets[i]; i++)
+		if ((r = add(v, "hide", vfs_default_secrets[i])) < 0)
 			return r;
 	return 0;
+}
+
+/* Each pattern read as add_glob() reads it: "~/x" against home, "**" from the root. */
+_public_ const char *vfs_default_secret_of(const char *home, const char *path)
+{
+	char pat[PATH_MAX], raw[PATH_MAX], p[PATH_MAX];
+
+	if (vfs__normalize("/", path, p, sizeof(p)) < 0)
+		return NULL;
+	for (size_t i = 0; vfs_default_secrets[i]; i++) {
+		const char *g = vfs_default_secrets[i];
+		char q[PATH_MAX];
+		int n = g[0] == '~' ? snprintf(raw, sizeof(raw), "%s/%s", home ? home : "/", g + 1)
+				    : snprintf(raw, sizeof(raw), "/%s", g);
+
+		if (n < 0 || (size_t)n >= sizeof(raw) || vfs__normalize("/", raw, pat, sizeof(pat)) < 0)
+			continue;
+		/* a hidden directory hides what is under it */
+		memcpy(q, p, sizeof(q));
+		for (;;) {
+			char *sl;
+
+			if (vfs__glob_match(pat, q))
+				return g;
+			sl = strrchr(q, '/');
+			if (!sl || sl == q)
+				break;
+			*sl = '\0';
+		}
+	}
+	return NULL;
 }
 
 /* --- finalize ---------------------------------------------------------------------------- */

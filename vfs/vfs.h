@@ -92,6 +92,13 @@ int vfs_add_directive(struct vfs *v, const char *word, const char *arg, const ch
  * /dev and /proc). home is the invoking user's home, cwd the workspace. */
 int vfs_add_default_profile(struct vfs *v, const char *home, const char *cwd);
 
+/* The secrets the default profile hides: `hide` globs ("~" is the home directory, a
+ * pattern starting "**" matches at any depth), NULL-terminated. */
+extern const char *const vfs_default_secrets[];
+/* The entry of vfs_default_secrets that hides path (absolute) or a directory above it,
+ * with "~" read as home; NULL when none does. Matched as the vfs matches hide rules. */
+const char *vfs_default_secret_of(const char *home, const char *path);
+
 /* Check the table for the mode (unnamespaced refuses remaps and tmpfs) and freeze it. */
 int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_t errlen);
 
