@@ -19,7 +19,7 @@
 #define EXIT_USAGE 2
 
 static const char usage_text[] =
-	"usage: moat audit dump [--json] [--filter EXPR] FILE\n"
+	"usage: moat audit dump [--json | --tree] [--filter EXPR] FILE\n"
 	"       moat audit stats FILE\n"
 	"       moat audit verify [--key FILE.pub] FILE\n"
 	"       moat audit keygen OUT\n"
@@ -211,6 +211,64 @@ static void print_sys(FILE *out, const struct audit_sys *s, uint64_t seq,
 	}
 }
 
+/* One proc record, without time and seq: "PID[/TID] [SANDBOX ids] EVENT ...". */
+static void print_proc(FILE *out, const struct audit_proc *p)
+{
+	fprintf(out, "%d", p->pid);
+	if (p->tid && p->tid != p->pid)
+		fprintf(out, "/%d", p->tid);
+	if (p->sandbox_pid)
+		fprintf(out, " [%d]", p->sandbox_pid);
+	fprintf(out, " %s", audit_proc_event_name(p->event));
+	if (p->event == AUDIT_PROC_FORK)
+		fprintf(out, " from %d%s", p->ppid, p->sandbox_ppid ? "" : " (outside the sandbox)");
+	if (p->path) {
+		fputc(' ', out);
+		put_esc(out, p->path, false);
+	}
+	if (p->sha256) {
+		char hex[65];
+
+		audit__hex(hex, p->sha256, 32);
+		fprintf(out, " sha256=%s", hex);
+	}
+	if (p->event == AUDIT_PROC_EXEC) {
+		fputs(" argv=[", out);
+		for (size_t i = 0; p->argv && p->argv[i]; i++) {
+			fputs(i ? ", \"" : "\"", out);
+			put_esc(out, p->argv[i], true);
+			fputc('"', out);
+		}
+		fprintf(out, "%s] %s", p->argv_truncated ? ", ..." : "",
+			audit_decision_name(p->decision));
+		if (p->err) {
+			const char *name = strerrorname_np(p->err);
+
+			if (name)
+				fprintf(out, " -%s", name);
+			else
+				fprintf(out, " -%d", p->err);
+		}
+		if (p->rule) {
+			fputs(" rule=", out);
+			put_esc(out, p->rule, false);
+		}
+	}
+	if (p->event == AUDIT_PROC_EXIT) {
+		if (p->signal)
+			fprintf(out, " signal=%d%s", p->signal, p->core ? " (core dumped)" : "");
+		else
+			fprintf(out, " status=%d", p->status);
+		if (p->utime_ns || p->stime_ns) {
+			char u[32], st[32];
+
+			fmt_ns(u, sizeof(u), p->utime_ns);
+			fmt_ns(st, sizeof(st), p->stime_ns);
+			fprintf(out, " user=%s sys=%s", u, st);
+		}
+	}
+}
+
 static void print_human(FILE *out, struct audit_reader *r, const struct audit_rec *rec,
 			const struct audit_timebase *tb)
 {
@@ -261,20 +319,8 @@ static void print_human(FILE *out, struct audit_reader *r, const struct audit_re
 		if (audit_decode_proc(r, rec, &p) < 0)
 			return;
 		print_time(out, tb, p.mono_ns);
-		fprintf(out, "#%" PRIu64 " %d %s ppid=%d", rec->seq, p.pid,
-			audit_proc_event_name(p.event), p.ppid);
-		if (p.path) {
-			fputc(' ', out);
-			put_esc(out, p.path, false);
-		}
-		if (p.sha256) {
-			char hex[65];
-
-			audit__hex(hex, p.sha256, 32);
-			fprintf(out, " sha256=%s", hex);
-		}
-		if (p.event == AUDIT_PROC_EXIT)
-			fprintf(out, " status=%d signal=%d", p.status, p.signal);
+		fprintf(out, "#%" PRIu64 " ", rec->seq);
+		print_proc(out, &p);
 		fputc('\n', out);
 		break;
 	}
@@ -331,6 +377,201 @@ static void print_human(FILE *out, struct audit_reader *r, const struct audit_re
 	}
 }
 
+/* ---- dump --tree ---- */
+
+struct tnode {
+	pid_t pid, ppid;
+	bool has_parent;        /* a fork record named the parent */
+	bool exited;
+	char *name;             /* argv[0] of its last exec, else its comm */
+	char **lines;           /* its records, formatted, in stream order */
+	size_t n_lines, cap_lines;
+	size_t *kids;
+	size_t n_kids, cap_kids;
+};
+
+struct tree {
+	struct tnode *v;
+	size_t n, cap;
+};
+
+static int grow_array(void **p, size_t *cap, size_t need, size_t size)
+{
+	void *np;
+	size_t ncap;
+
+	if (need <= *cap)
+		return 0;
+	ncap = *cap ? 2 * *cap : 16;
+	while (ncap < need)
+		ncap *= 2;
+	np = realloc(*p, ncap * size);
+	if (!np)
+		return -ENOMEM;
+	*p = np;
+	*cap = ncap;
+	return 0;
+}
+
+/* The node of pid: the latest one, or a new one when that one exited (the pid was
+ * reused). */
+static struct tnode *tree_node(struct tree *t, pid_t pid, bool fresh)
+{
+	/* Records of a process may come before its fork record (the fork is learnt from
+	 * the kernel, its calls from its notifications): a fork starts a new node only
+	 * when the pid's latest one has a fork record or an exit already. */
+	for (size_t i = t->n; i-- > 0;)
+		if (t->v[i].pid == pid) {
+			if (!t->v[i].exited && !(fresh && t->v[i].has_parent))
+				return &t->v[i];
+			break;
+		}
+	if (grow_array((void **)&t->v, &t->cap, t->n + 1, sizeof(*t->v)) < 0)
+		return NULL;
+	t->v[t->n] = (struct tnode){ .pid = pid };
+	return &t->v[t->n++];
+}
+
+static int tree_line(struct tnode *nd, char *line)
+{
+	if (!line || grow_array((void **)&nd->lines, &nd->cap_lines, nd->n_lines + 1,
+				sizeof(*nd->lines)) < 0) {
+		free(line);
+		return -ENOMEM;
+	}
+	nd->lines[nd->n_lines++] = line;
+	return 0;
+}
+
+static void tree_name(struct tnode *nd, const char *name, bool exec)
+{
+	const char *base = strrchr(name, '/');
+
+	if (nd->name && !exec)
+		return;
+	free(nd->name);
+	nd->name = strdup(base && base[1] ? base + 1 : name);
+}
+
+static int tree_add(struct tree *t, struct audit_reader *r, const struct audit_rec *rec,
+		    const struct audit_timebase *tb)
+{
+	struct tnode *nd;
+	char *line = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	if (rec->type == AUDIT_REC_PROC) {
+		struct audit_proc p;
+
+		if (audit_decode_proc(r, rec, &p) < 0)
+			return 0;
+		nd = tree_node(t, p.pid, p.event == AUDIT_PROC_FORK);
+		if (!nd)
+			return -ENOMEM;
+		if (p.event == AUDIT_PROC_FORK) {
+			nd->ppid = p.ppid;
+			nd->has_parent = true;
+		}
+		/* named as it was run (argv[0]: sh, not the dash it links to) */
+		if (p.event == AUDIT_PROC_EXEC && !p.err && p.decision != AUDIT_DENIED &&
+		    (p.argv && p.argv[0] && p.argv[0][0] ? p.argv[0] : p.path))
+			tree_name(nd, p.argv && p.argv[0] && p.argv[0][0] ? p.argv[0] : p.path,
+				  true);
+		if (p.event == AUDIT_PROC_EXIT)
+			nd->exited = true;
+		f = open_memstream(&line, &len);
+		if (!f)
+			return -ENOMEM;
+		print_time(f, tb, p.mono_ns);
+		fprintf(f, "#%" PRIu64 " ", rec->seq);
+		print_proc(f, &p);
+		fclose(f);
+		return tree_line(nd, line);
+	}
+	if (rec->type == AUDIT_REC_SYS) {
+		struct audit_sys s;
+
+		if (audit_decode_sys(r, rec, &s) < 0)
+			return 0;
+		nd = tree_node(t, s.pid, false);
+		if (!nd)
+			return -ENOMEM;
+		if (s.comm)
+			tree_name(nd, s.comm, false);
+		s.n_stack = 0;
+		f = open_memstream(&line, &len);
+		if (!f)
+			return -ENOMEM;
+		print_sys(f, &s, rec->seq, tb);
+		fclose(f);
+		if (len && line[len - 1] == '\n')
+			line[len - 1] = '\0';
+		return tree_line(nd, line);
+	}
+	return 0;
+}
+
+static void tree_print(FILE *out, const struct tree *t, size_t i, unsigned depth)
+{
+	const struct tnode *nd = &t->v[i];
+
+	fprintf(out, "%*s", 2 * depth, "");
+	fprintf(out, "%d ", nd->pid);
+	put_esc(out, nd->name ? nd->name : "(no exec)", false);
+	fputc('\n', out);
+	for (size_t j = 0; j < nd->n_lines; j++)
+		fprintf(out, "%*s  | %s\n", 2 * depth, "", nd->lines[j]);
+	for (size_t j = 0; j < nd->n_kids; j++)
+		tree_print(out, t, nd->kids[j], depth + 1);
+}
+
+/* Processes as a tree (parent from fork records), each with its records under it. */
+static int tree_output(FILE *out, struct tree *t)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		struct tnode *nd = &t->v[i];
+		size_t p = SIZE_MAX;
+
+		if (!nd->has_parent)
+			continue;
+		/* the parent's node alive at the fork: the latest earlier one of that pid, or
+		 * a later one when the parent's records all came after the child's first */
+		for (size_t j = i; j-- > 0;)
+			if (t->v[j].pid == nd->ppid) {
+				p = j;
+				break;
+			}
+		for (size_t j = i + 1; p == SIZE_MAX && j < t->n; j++)
+			if (t->v[j].pid == nd->ppid)
+				p = j;
+		if (p == SIZE_MAX)
+			continue;
+		if (grow_array((void **)&t->v[p].kids, &t->v[p].cap_kids, t->v[p].n_kids + 1,
+			       sizeof(size_t)) < 0)
+			return -ENOMEM;
+		t->v[p].kids[t->v[p].n_kids++] = i;
+		nd->has_parent = true;
+		nd->ppid = -nd->ppid - 1; /* marks "placed" (a pid is never negative) */
+	}
+	for (size_t i = 0; i < t->n; i++)
+		if (!(t->v[i].has_parent && t->v[i].ppid < 0))
+			tree_print(out, t, i, 0);
+	return 0;
+}
+
+static void tree_free(struct tree *t)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		for (size_t j = 0; j < t->v[i].n_lines; j++)
+			free(t->v[i].lines[j]);
+		free(t->v[i].lines);
+		free(t->v[i].kids);
+		free(t->v[i].name);
+	}
+	free(t->v);
+}
+
 static int cmd_dump(int argc, char **argv)
 {
 	struct audit_filter *filter = NULL;
@@ -338,7 +579,8 @@ static int cmd_dump(int argc, char **argv)
 	struct audit_timebase tb = { 0 };
 	struct audit_rec rec;
 	const char *file = NULL, *expr = NULL, *v;
-	bool json = false;
+	struct tree tree = { 0 };
+	bool json = false, as_tree = false;
 	unsigned bad = 0;
 	char err[256];
 	int k;
@@ -346,6 +588,8 @@ static int cmd_dump(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (streq(argv[i], "--json"))
 			json = true;
+		else if (streq(argv[i], "--tree"))
+			as_tree = true;
 		else if ((v = opt_value(argc, argv, &i, "--filter")))
 			expr = v;
 		else if (argv[i][0] == '-' && argv[i][1])
@@ -357,6 +601,8 @@ static int cmd_dump(int argc, char **argv)
 	}
 	if (!file)
 		return usage("dump: FILE missing");
+	if (json && as_tree)
+		return usage("dump: --json and --tree exclude each other");
 	if (expr && audit_filter_parse(expr, &filter, err, sizeof(err)) < 0) {
 		fprintf(stderr, "moat audit: --filter: %s\n", err);
 		return EXIT_USAGE;
@@ -390,7 +636,13 @@ static int cmd_dump(int argc, char **argv)
 			json_decref(j);
 			continue;
 		}
-		if (json) {
+		if (as_tree) {
+			if (tree_add(&tree, r, &rec, &tb) < 0) {
+				fprintf(stderr, "moat audit: out of memory\n");
+				json_decref(j);
+				break;
+			}
+		} else if (json) {
 			json_dumpf(j, stdout, JSON_COMPACT);
 			fputc('\n', stdout);
 		} else {
@@ -398,6 +650,9 @@ static int cmd_dump(int argc, char **argv)
 		}
 		json_decref(j);
 	}
+	if (as_tree && tree_output(stdout, &tree) < 0)
+		fprintf(stderr, "moat audit: out of memory\n");
+	tree_free(&tree);
 	fflush(stdout);
 	k = report_end(r, bad) ? EXIT_FINDINGS : 0;
 	audit_reader_free(r);

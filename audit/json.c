@@ -53,8 +53,12 @@ static const struct keymap km_sys[] = {
 
 static const struct keymap km_proc[] = {
 	{ "t", "type" }, { "seq", "seq" }, { "ev", "event" }, { "ts", "mono_ns" },
-	{ "pid", "pid" }, { "ppid", "ppid" }, { "path", "path" }, { "sha", "sha256" },
-	{ "st", "status" }, { "sig", "signal" }, {},
+	{ "pid", "pid" }, { "ppid", "ppid" }, { "tid", "tid" }, { "spid", "sandbox_pid" },
+	{ "stid", "sandbox_tid" }, { "sppid", "sandbox_ppid" }, { "path", "path" },
+	{ "sha", "sha256" }, { "argv", "argv" }, { "argvcut", "argv_truncated" },
+	{ "dec", "decision" }, { "err", "errno" }, { "rule", "rule" }, { "st", "status" },
+	{ "sig", "signal" }, { "core", "core_dumped" }, { "utime", "utime_ns" },
+	{ "stime", "stime_ns" }, {},
 };
 
 static const struct keymap km_ckpt[] = {
