@@ -306,11 +306,13 @@ struct proctrack *proctrack_open(const char **why)
 {
 	struct proctrack *pt = calloc(1, sizeof(*pt));
 	struct sockaddr_nl sa = { .nl_family = AF_NETLINK, .nl_groups = CN_IDX_PROC };
-	struct {
-		struct nlmsghdr nl;
-		struct cn_msg cn;
-		enum proc_cn_mcast_op op;
-	} __attribute__((packed)) msg;
+	union {
+		char buf[NLMSG_SPACE(sizeof(struct cn_msg) + sizeof(enum proc_cn_mcast_op))];
+		struct nlmsghdr align;
+	} msg;
+	struct nlmsghdr *nl = &msg.align;
+	struct cn_msg *cn = NLMSG_DATA(nl);
+	enum proc_cn_mcast_op op = PROC_CN_MCAST_LISTEN;
 	int size = 8 << 20;
 
 	*why = NULL;
@@ -327,15 +329,14 @@ struct proctrack *proctrack_open(const char **why)
 	if (setsockopt(pt->fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof(size)) < 0)
 		setsockopt(pt->fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
 	memset(&msg, 0, sizeof(msg));
-	msg.nl.nlmsg_len = sizeof(msg);
-	msg.nl.nlmsg_type = NLMSG_DONE;
-	msg.nl.nlmsg_pid = 0;
-	msg.cn.id.idx = CN_IDX_PROC;
-	msg.cn.id.val = CN_VAL_PROC;
-	msg.cn.len = sizeof(enum proc_cn_mcast_op);
-	msg.op = PROC_CN_MCAST_LISTEN;
+	nl->nlmsg_len = NLMSG_LENGTH(sizeof(*cn) + sizeof(op));
+	nl->nlmsg_type = NLMSG_DONE;
+	cn->id.idx = CN_IDX_PROC;
+	cn->id.val = CN_VAL_PROC;
+	cn->len = sizeof(op);
+	memcpy(cn->data, &op, sizeof(op));
 	if (bind(pt->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    send(pt->fd, &msg, sizeof(msg), 0) < 0) {
+	    send(pt->fd, nl, nl->nlmsg_len, 0) < 0) {
 		*why = errno == EPERM ? "fork and exit records unavailable: the proc connector "
 					"needs CAP_NET_ADMIN (run moat as root)"
 				      : "fork and exit records unavailable: the proc connector "
