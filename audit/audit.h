@@ -271,6 +271,10 @@ struct audit_timebase {                 /* from the hdr: maps monotonic ns to wa
  * time. Returns a new reference or NULL. */
 json_t *audit_rec_to_json(const struct audit_rec *rec, const struct audit_timebase *tb);
 
+/* The same record as an Elastic Common Schema event (SCHEMA.md, "ECS"), from the JSON
+ * above and the header's JSON (or NULL). NULL for records with no event (ckpt, sig). */
+json_t *audit_json_to_ecs(const json_t *rec, const json_t *hdr);
+
 /* Filter language: TERM { ("and" | "or") TERM }, "and" binding tighter; TERM is
  * FIELD=VALUE (equal), FIELD!=VALUE, or FIELD~TEXT (contains). FIELD is a JSON name
  * ("syscall") or a schema key ("sc"). Values compare as text, so pid=12 and

@@ -19,7 +19,7 @@
 #define EXIT_USAGE 2
 
 static const char usage_text[] =
-	"usage: moat audit dump [--json | --tree] [--filter EXPR] FILE\n"
+	"usage: moat audit dump [--json | --tree | --format text|jsonl|ecs|tree] [--filter EXPR] FILE\n"
 	"       moat audit stats FILE\n"
 	"       moat audit verify [--key FILE.pub] FILE\n"
 	"       moat audit keygen OUT\n"
@@ -580,7 +580,8 @@ static int cmd_dump(int argc, char **argv)
 	struct audit_rec rec;
 	const char *file = NULL, *expr = NULL, *v;
 	struct tree tree = { 0 };
-	bool json = false, as_tree = false;
+	json_t *hdr = NULL;
+	bool json = false, as_tree = false, ecs = false;
 	unsigned bad = 0;
 	char err[256];
 	int k;
@@ -590,6 +591,16 @@ static int cmd_dump(int argc, char **argv)
 			json = true;
 		else if (streq(argv[i], "--tree"))
 			as_tree = true;
+		else if ((v = opt_value(argc, argv, &i, "--format"))) {
+			if (streq(v, "ecs"))
+				ecs = true;
+			else if (streq(v, "jsonl") || streq(v, "json"))
+				json = true;
+			else if (streq(v, "tree"))
+				as_tree = true;
+			else if (!streq(v, "text"))
+				return usage("dump: --format is text, jsonl, ecs or tree");
+		}
 		else if ((v = opt_value(argc, argv, &i, "--filter")))
 			expr = v;
 		else if (argv[i][0] == '-' && argv[i][1])
@@ -601,8 +612,8 @@ static int cmd_dump(int argc, char **argv)
 	}
 	if (!file)
 		return usage("dump: FILE missing");
-	if (json && as_tree)
-		return usage("dump: --json and --tree exclude each other");
+	if (json + as_tree + ecs > 1)
+		return usage("dump: one output format only");
 	if (expr && audit_filter_parse(expr, &filter, err, sizeof(err)) < 0) {
 		fprintf(stderr, "moat audit: --filter: %s\n", err);
 		return EXIT_USAGE;
@@ -627,11 +638,13 @@ static int cmd_dump(int argc, char **argv)
 			tb.valid = audit__get_u64(rec.obj, "wall", &tb.wall_ns) &&
 				   audit__get_u64(rec.obj, "mono", &tb.mono_ns);
 		}
-		if (json || filter) {
+		if (json || filter || ecs) {
 			j = audit_rec_to_json(&rec, &tb);
 			if (!j)
 				continue;
 		}
+		if (ecs && rec.type == AUDIT_REC_HDR && !hdr)
+			hdr = json_incref(j);
 		if (filter && !audit_filter_match(filter, j)) {
 			json_decref(j);
 			continue;
@@ -645,6 +658,14 @@ static int cmd_dump(int argc, char **argv)
 		} else if (json) {
 			json_dumpf(j, stdout, JSON_COMPACT);
 			fputc('\n', stdout);
+		} else if (ecs) {
+			json_t *e = audit_json_to_ecs(j, hdr);
+
+			if (e) {
+				json_dumpf(e, stdout, JSON_COMPACT);
+				fputc('\n', stdout);
+				json_decref(e);
+			}
 		} else {
 			print_human(stdout, r, &rec, &tb);
 		}
@@ -653,6 +674,7 @@ static int cmd_dump(int argc, char **argv)
 	if (as_tree && tree_output(stdout, &tree) < 0)
 		fprintf(stderr, "moat audit: out of memory\n");
 	tree_free(&tree);
+	json_decref(hdr);
 	fflush(stdout);
 	k = report_end(r, bad) ? EXIT_FINDINGS : 0;
 	audit_reader_free(r);

@@ -4,7 +4,7 @@
 # line per rule whatever the rule text holds (the sandbox's resolv.conf rule has
 # newlines); replay does not count moat's own DNS responder as a policy decision.
 . "$(dirname "$0")/lib.sh"
-plan 7
+plan 9
 
 "$MOAT" audit keygen "$TMP/k" >/dev/null || skip_all "keygen failed"
 # A name lookup: the namespaced sandbox reads moat's resolv.conf and asks 127.0.0.1:53.
@@ -69,5 +69,26 @@ if grep -q "moat's own infrastructure" r.txt; then
 	pass "and replay says it left moat's own infrastructure out"
 else
 	fail "replay says it left moat's own infrastructure out" "$(cat r.txt)"
+fi
+
+# --- dump --format ecs: one Elastic Common Schema event per record -----------------------
+"$MOAT" audit dump --format ecs s.moat > ecs.jsonl 2> ecs.err
+rc=$?
+n_ecs=$(jq -c 'select(has("@timestamp") and .ecs.version and .event.kind == "event" and (.event.category | type) == "array")' ecs.jsonl | wc -l)
+n_rec=$("$MOAT" audit dump --json s.moat | jq -c 'select(.type != "ckpt" and .type != "sig")' | wc -l)
+if [ $rc -eq 0 ] && [ "$n_ecs" -gt 0 ] && [ "$n_ecs" -eq "$n_rec" ] && [ "$(wc -l < ecs.jsonl)" -eq "$n_rec" ]; then
+	pass "dump --format ecs: one ECS event per record ($n_ecs)"
+else
+	fail "dump --format ecs: one ECS event per record" "exit $rc, $n_ecs ECS events of $(wc -l < ecs.jsonl) lines, $n_rec records: $(head -c 400 ecs.err)"
+fi
+den=$(jq -c 'select(.event.type | index("denied"))' ecs.jsonl | head -1)
+want=$("$MOAT" audit dump --json s.moat | jq -c 'select(.type == "sys" and .decision == "denied")' | head -1)
+if [ -n "$den" ] && [ "$(printf '%s' "$den" | jq -r '.event.outcome')" = failure ] &&
+	[ "$(printf '%s' "$den" | jq -r '.rule.name')" = "$(printf '%s' "$want" | jq -r '.rule')" ] &&
+	[ "$(printf '%s' "$den" | jq -r '.event.action')" = "$(printf '%s' "$want" | jq -r '.syscall')" ]; then
+	pass "a denied call is an ECS event of type denied, outcome failure, with its rule and syscall"
+else
+	fail "a denied call maps to ECS" "ecs: $den
+record: $want"
 fi
 finish
