@@ -14,8 +14,16 @@
 #include "net.h"
 #include "vfs.h"
 
-/* main.c defines it in moat; warnings of the policy code would only slow the fuzzer. */
-int moat_log_level = LOG_LEVEL_ERR;
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	(void)argc;
+	(void)argv;
+	/* warnings of the policy code would only slow the fuzzer down */
+	moat_log_level = LOG_LEVEL_ERR;
+	return 0;
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
