@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <linux/capability.h>
 #include <linux/cn_proc.h>
 #include <linux/connector.h>
 #include <linux/netlink.h>
@@ -27,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -302,6 +304,19 @@ void proctrack_call(struct sup_call *c)
 
 /* ---- the connector -------------------------------------------------------------------- */
 
+/* The kernel refuses PROC_CN_MCAST_LISTEN without CAP_NET_ADMIN, but says so only in a
+ * multicast answer that a refused listener does not get: ask for the capability. */
+static bool have_net_admin(void)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2];
+
+	memset(d, 0, sizeof(d));
+	if (syscall(SYS_capget, &h, d) < 0)
+		return false;
+	return d[CAP_NET_ADMIN / 32].effective & (1u << (CAP_NET_ADMIN % 32));
+}
+
 struct proctrack *proctrack_open(const char **why)
 {
 	struct proctrack *pt = calloc(1, sizeof(*pt));
@@ -320,6 +335,12 @@ struct proctrack *proctrack_open(const char **why)
 		return NULL;
 	pthread_mutex_init(&pt->lock, NULL);
 	pt->self = getpid();
+	pt->fd = -1;
+	if (!have_net_admin()) {
+		*why = "fork and exit records unavailable: the proc connector needs CAP_NET_ADMIN "
+		       "(run moat as root)";
+		return pt;
+	}
 	pt->fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_CONNECTOR);
 	if (pt->fd < 0) {
 		*why = "fork and exit records unavailable: no proc connector (NETLINK_CONNECTOR)";

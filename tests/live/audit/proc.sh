@@ -4,7 +4,7 @@
 # the process tree with each process's records under it. In both modes.
 . "$(dirname "$0")/lib.sh"
 . "$MOAT_SRC/tests/live/vfs/lib.sh"
-plan 10
+plan 11
 
 for mode in namespaced unnamespaced; do
 	if ! have_mode "$mode"; then
@@ -68,4 +68,19 @@ for mode in namespaced unnamespaced; do
 		fail "$mode: python3's calls carry the pid of its proc records" "pid ${pypid:-none}, $pycalls calls"
 	fi
 done
+
+# Without CAP_NET_ADMIN: no fork or exit records, the header says why, execs still there.
+if ! command -v capsh >/dev/null; then
+	skip "without CAP_NET_ADMIN the header says why and execs are recorded" "no capsh"
+else
+	rm -f nocap.moat
+	capsh --drop=cap_net_admin -- -c '"$0" run -q --audit nocap.moat -- sh -c "ls >/dev/null"' "$MOAT" >/dev/null 2>&1
+	conn=$("$MOAT" audit dump --json nocap.moat | jq -r 'select(.type=="hdr") | .features[] | select(.name=="proc_connector") | "\(.present) \(.detail // "")"')
+	execs=$("$MOAT" audit dump --json nocap.moat | jq -c 'select(.type=="proc" and .event=="exec" and .argv[0]=="ls" and .sandbox_pid > 0)' | wc -l)
+	if [ "${conn%% *}" = false ] && printf '%s' "$conn" | grep -q CAP_NET_ADMIN && [ "$execs" -ge 1 ]; then
+		pass "without CAP_NET_ADMIN the header says why (${conn#* }) and execs are recorded"
+	else
+		fail "without CAP_NET_ADMIN the header says why and execs are recorded" "feature: '$conn', ls execs: $execs"
+	fi
+fi
 finish
