@@ -12,7 +12,7 @@
  * whose parent is in it, starting from the keeper; events of other processes are skipped.
  * The same table answers proctrack_ids() for sys records, so a thread's ids are read from
  * /proc/<tid>/status once, not per call. Entries go at the thread's exit event; without
- * the connector nothing would remove them (a tid can be reused), so nothing is cached.
+ * the connector nothing removes them (a tid can be reused), so they are trusted for 50 ms.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -48,7 +48,12 @@ struct thread_ent {
 	pid_t tid;               /* host; 0 = free, -1 = deleted */
 	pid_t tgid;
 	pid_t ns_tid, ns_tgid;   /* in the sandbox's pid namespace, 0 if unknown */
+	uint64_t read_ns;        /* when read from /proc (without the connector: kept 50 ms) */
 };
+
+/* Without exit events, how long a thread's ids are trusted: as the comm cache of the
+ * dispatcher, far below the time the kernel needs to hand out the same tid again. */
+#define IDS_TTL_NS (50 * 1000 * 1000ull)
 
 struct proctrack {
 	int fd;                  /* the connector socket, or -1 */
@@ -177,25 +182,29 @@ static int read_ids(pid_t tid, struct thread_ent *e)
 /* The entry of tid, read from /proc when it is not known yet; copies it to *ret. */
 static bool lookup(struct proctrack *pt, pid_t tid, struct thread_ent *ret)
 {
+	uint64_t now = now_mono_ns();
 	struct thread_ent *x;
 	bool found;
 
 	pthread_mutex_lock(&pt->lock);
 	x = find(pt, tid);
-	found = x != NULL;
-	if (x)
+	found = x && (pt->fd >= 0 || now - x->read_ns < IDS_TTL_NS);
+	if (found)
 		*ret = *x;
 	pthread_mutex_unlock(&pt->lock);
 	if (found)
 		return true;
 	if (read_ids(tid, ret) < 0)
 		return false;
-	if (pt->fd >= 0) {
-		pthread_mutex_lock(&pt->lock);
-		if (!find(pt, tid))
-			insert(pt, ret);
-		pthread_mutex_unlock(&pt->lock);
+	ret->read_ns = now;
+	pthread_mutex_lock(&pt->lock);
+	if (pt->fd < 0 && pt->n >= 65536) {
+		/* nothing erases entries without exit events: start afresh now and then */
+		memset(pt->v, 0, pt->cap * sizeof(*pt->v));
+		pt->n = pt->used = 0;
 	}
+	insert(pt, ret);
+	pthread_mutex_unlock(&pt->lock);
 	return true;
 }
 
