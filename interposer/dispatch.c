@@ -31,6 +31,7 @@
 
 #include "cleanup.h"
 #include "dispatch.h"
+#include "proctrack.h"
 #include "events.h"
 #include "log.h"
 #include "macros.h"
@@ -1372,6 +1373,7 @@ static void record(struct sup_call *c, uint64_t latency, const struct call_stack
 		.n_stack = st->n,
 	};
 	memcpy(a.args, c->req->data.args, sizeof(a.args));
+	proctrack_ids(c->s->proctrack, c->tid, &a.pid, &a.sandbox_pid, &a.sandbox_tid);
 	audit_sys(c->s->audit, &a);
 }
 
@@ -1411,6 +1413,7 @@ void dispatch_one(struct sup_ctx *s, const struct seccomp_notif *req, struct tra
 	}
 
 	handle(&c);
+	proctrack_call(&c); /* ids and an exec's argv, read while the caller still waits */
 	stack_ns = capture_stack(&c, &stack);
 
 	switch (c.outcome) {

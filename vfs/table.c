@@ -135,50 +135,62 @@ static bool match_comp(const char *p, const char *pe, const char *s, const char 
 	return p == pe;
 }
 
-/* pat and path both point just after a '/' (or at their end). */
+/* The component after the one at c, or NULL after the last; "" (the root) has none. */
+static const char *next_comp(const char *c)
+{
+	const char *e = strchrnul(c, '/');
+
+	return *e ? e + 1 : NULL;
+}
+
+static bool is_globstar(const char *c)
+{
+	return c[0] == '*' && c[1] == '*' && (c[2] == '/' || c[2] == '\0');
+}
+
+/*
+ * pat and path both point just after a '/'. Components are matched in order; "**" spans
+ * zero or more whole components. Like '*' in match_comp(), only the latest "**" is ever
+ * retried (an earlier one could only absorb what the later one can), so a pattern with
+ * many "**" costs components(pat) x components(path) at worst, never exponential time
+ * on a deep path from the sandbox.
+ */
 static bool match_from(const char *pat, const char *path)
 {
-	for (;;) {
-		const char *pe = strchrnul(pat, '/');
-		const char *se;
+	const char *p = *pat ? pat : NULL, *s = *path ? path : NULL;
+	const char *star_p = NULL, *star_s = NULL;
 
-		if (pe - pat == 2 && pat[0] == '*' && pat[1] == '*') {
-			/* "**" spans zero or more whole components */
-			const char *rest = *pe ? pe + 1 : pe;
-
-			if (!*rest)
+	if (!s) {
+		/* "/" itself: only a pattern of "**" components matches it */
+		while (p && is_globstar(p))
+			if ((p = next_comp(p)) && !*p)
 				return true;
-			for (const char *s = path;;) {
-				if (match_from(rest, s))
-					return true;
-				s = strchr(s, '/');
-				if (!s)
-					return false;
-				s++;
-			}
-		}
-		if (!*path) {
-			/* "/" itself: only a pattern of "**" components matches it */
-			return (pe - pat == 0 && !*pat);
-		}
-		se = strchrnul(path, '/');
-		if (!match_comp(pat, pe, path, se))
-			return false;
-		if (!*se) {
-			/* the path ends: the rest of the pattern may only be "**" */
-			while (*pe) {
-				pat = pe + 1;
-				pe = strchrnul(pat, '/');
-				if (pe - pat != 2 || pat[0] != '*' || pat[1] != '*')
-					return false;
-			}
-			return true;
-		}
-		if (!*pe)
-			return false;
-		pat = pe + 1;
-		path = se + 1;
+		return !p;
 	}
+	while (s) {
+		if (p && is_globstar(p)) {
+			/* a "**" that ends the pattern (a slash after it or not) takes
+			 * whatever is left */
+			if (!(p = next_comp(p)) || !*p)
+				return true;
+			star_p = p;
+			star_s = s;
+			continue;
+		}
+		if (p && match_comp(p, strchrnul(p, '/'), s, strchrnul(s, '/'))) {
+			p = next_comp(p);
+			s = next_comp(s);
+			continue;
+		}
+		if (!star_s)
+			return false;
+		/* the latest "**" takes one more component */
+		p = star_p;
+		s = star_s = next_comp(star_s);
+	}
+	while (p && is_globstar(p))
+		p = next_comp(p);
+	return !p;
 }
 
 /* Both absolute; the path is canonical ("/" or no trailing slash). */
@@ -933,6 +945,19 @@ static int add_if_exists(struct vfs *v, const char *word, const char *path)
 	return add(v, word, path);
 }
 
+/* Hidden by the default profile, and kept hidden by every policy `moat audit suggest`
+ * writes: one list for both. */
+_public_ const char *const vfs_default_secrets[] = {
+	"/etc/shadow*", "/etc/gshadow*", "/etc/sudoers*", "/etc/ssh/ssh_host_*",
+	"/root", "~/.ssh", "~/.aws", "~/.config/gcloud", "~/.netrc", "~/.gnupg",
+	/* private keys by their usual names; not every *.pem, which would hide the
+	 * CA bundles TLS needs (certifi's cacert.pem breaks pip and python -m venv) */
+	"**/.env", "**/*key*.pem", "**/*.key", "**/*.p12", "**/*.pfx",
+	"**/id_rsa*", "**/id_dsa*", "**/id_ecdsa*", "**/id_ed25519*",
+	"/proc/kcore", "/proc/kmsg", "/proc/keys", "/proc/sysrq-trigger",
+	NULL,
+};
+
 /*
  * The default profile. Order matters (later wins, see vfs-internal.h): other users'
  * homes are hidden before the workspace is mapped, so a workspace inside a home is
@@ -948,15 +973,6 @@ _public_ int vfs_add_default_profile(struct vfs *v, const char *home, const char
 	};
 	static const char *const dev_links[] = {
 		"/dev/fd", "/dev/stdin", "/dev/stdout", "/dev/stderr",
-	};
-	static const char *const secrets[] = {
-		"/etc/shadow*", "/etc/gshadow*", "/etc/sudoers*", "/etc/ssh/ssh_host_*",
-		"/root", "~/.ssh", "~/.aws", "~/.config/gcloud", "~/.netrc", "~/.gnupg",
-		/* private keys by their usual names; not every *.pem, which would hide the
-		 * CA bundles TLS needs (certifi's cacert.pem breaks pip and python -m venv) */
-		"**/.env", "**/*key*.pem", "**/*.key", "**/*.p12", "**/*.pfx",
-		"**/id_rsa*", "**/id_dsa*", "**/id_ecdsa*", "**/id_ed25519*",
-		"/proc/kcore", "/proc/kmsg", "/proc/keys", "/proc/sysrq-trigger",
 	};
 	char w[PATH_MAX];
 	int r;
@@ -998,10 +1014,41 @@ _public_ int vfs_add_default_profile(struct vfs *v, const char *home, const char
 			return r;
 	if ((r = add(v, "ro-bind", "/proc")) < 0)
 		return r;
-	for (size_t i = 0; i < ELEMENTSOF(secrets); i++)
-		if ((r = add(v, "hide", secrets[i])) < 0)
+	for (size_t i = 0; vfs_default_secrets[i]; i++)
+		if ((r = add(v, "hide", vfs_default_secrets[i])) < 0)
 			return r;
 	return 0;
+}
+
+/* Each pattern read as add_glob() reads it: "~/x" against home, "**" from the root. */
+_public_ const char *vfs_default_secret_of(const char *home, const char *path)
+{
+	char pat[PATH_MAX], raw[PATH_MAX], p[PATH_MAX];
+
+	if (vfs__normalize("/", path, p, sizeof(p)) < 0)
+		return NULL;
+	for (size_t i = 0; vfs_default_secrets[i]; i++) {
+		const char *g = vfs_default_secrets[i];
+		char q[PATH_MAX];
+		int n = g[0] == '~' ? snprintf(raw, sizeof(raw), "%s/%s", home ? home : "/", g + 1)
+				    : snprintf(raw, sizeof(raw), "/%s", g);
+
+		if (n < 0 || (size_t)n >= sizeof(raw) || vfs__normalize("/", raw, pat, sizeof(pat)) < 0)
+			continue;
+		/* a hidden directory hides what is under it */
+		memcpy(q, p, sizeof(q));
+		for (;;) {
+			char *sl;
+
+			if (vfs__glob_match(pat, q))
+				return g;
+			sl = strrchr(q, '/');
+			if (!sl || sl == q)
+				break;
+			*sl = '\0';
+		}
+	}
+	return NULL;
 }
 
 /* --- finalize ---------------------------------------------------------------------------- */

@@ -92,6 +92,13 @@ int vfs_add_directive(struct vfs *v, const char *word, const char *arg, const ch
  * /dev and /proc). home is the invoking user's home, cwd the workspace. */
 int vfs_add_default_profile(struct vfs *v, const char *home, const char *cwd);
 
+/* The secrets the default profile hides: `hide` globs ("~" is the home directory, a
+ * pattern starting "**" matches at any depth), NULL-terminated. */
+extern const char *const vfs_default_secrets[];
+/* The entry of vfs_default_secrets that hides path (absolute) or a directory above it,
+ * with "~" read as home; NULL when none does. Matched as the vfs matches hide rules. */
+const char *vfs_default_secret_of(const char *home, const char *path);
+
 /*
  * Bounds on what the run can write. With a disk quota (bytes, 0 = none) the private
  * directory holding every tmpfs's backing (the sandbox's /tmp, /dev/shm, home, and any

@@ -196,6 +196,38 @@ static void test_unnamespaced_refusals(void **state)
 
 /* --- globs -------------------------------------------------------------------------------- */
 
+/* Many "**" against a deep path from the sandbox: components x components work, not
+ * exponential (this took longer than the test's timeout before). */
+static void test_glob_deep(void **state)
+{
+	static char path[PATH_MAX];
+	size_t o = 0;
+
+	(void)state;
+	while (o + 3 < sizeof(path) - 2) {
+		path[o++] = '/';
+		path[o++] = 'a';
+	}
+	memcpy(path + o, "/b", 3);
+	assert_false(vfs__glob_match("/**/**/**/**/**/**/**/**/c", path));
+	assert_true(vfs__glob_match("/**/**/**/**/**/**/**/**/b", path));
+	assert_true(vfs__glob_match("/**/a/**/a/**/a/**/b", path));
+}
+
+/* The one list of secrets, matched as hide rules are. */
+static void test_default_secrets(void **state)
+{
+	(void)state;
+	assert_string_equal(vfs_default_secret_of("/home/u", "/home/u/.ssh/id_x"), "~/.ssh");
+	assert_string_equal(vfs_default_secret_of("/home/u", "/home/u/.ssh"), "~/.ssh");
+	assert_string_equal(vfs_default_secret_of("/home/u", "/w/sub/.env"), "**/.env");
+	assert_string_equal(vfs_default_secret_of("/home/u", "/etc/shadow-"), "/etc/shadow*");
+	assert_string_equal(vfs_default_secret_of("/home/u", "/root/x"), "/root");
+	assert_null(vfs_default_secret_of("/home/u", "/home/u/.sshx"));
+	assert_null(vfs_default_secret_of("/home/u", "/usr/bin/ls"));
+	assert_null(vfs_default_secret_of("/home/u", "/w/cacert.pem"));
+}
+
 static void test_glob(void **state)
 {
 	static const struct {
@@ -239,6 +271,9 @@ static void test_glob(void **state)
 		{ "/x/a*a", "/x/aa", true },
 		{ "/x/ab?", "/x/abc", true },
 		{ "/x/ab?", "/x/ab", false },
+		{ "/**/**/x", "/a/x", true },
+		{ "/**/a/**/b", "/a/a/c/b", true },
+		{ "/**/a/**/b", "/b/a", false },
 	};
 
 	(void)state;
@@ -825,6 +860,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_colon_escape, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unnamespaced_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_glob, setup, teardown),
+		cmocka_unit_test(test_glob_deep),
+		cmocka_unit_test(test_default_secrets),
 		cmocka_unit_test_setup_teardown(test_default_profile, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_default_profile_namespaced, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_decide, setup, teardown),
