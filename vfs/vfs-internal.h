@@ -141,6 +141,9 @@ enum {
 	VFS__STATONLY = 1u << 1, /* the caller needs the last object's stat, not an fd of it:
 	                            w->fd may stay -1 although w->exists (w->dirfd and
 	                            w->hname name it) */
+	VFS__CREATE = 1u << 2,   /* the walk is for a name to create (mkdir, mknod, symlink,
+	                            link's or rename's new name, O_CREAT): a hidden name, or
+	                            one under a hidden directory, says EACCES, not ENOENT */
 };
 
 struct vfs__walk {

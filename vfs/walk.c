@@ -249,9 +249,13 @@ static int walk_step(const struct vfs *v, const struct vfs_caller *c, struct vfs
 	}
 	if (w->block && (w->block->kind == VFS__HIDE || !last) &&
 	    (last || !vfs__rescuable(v, w->block, p))) {
-		vfs__verdict(verdict, w->block->kind == VFS__HIDE ? -ENOENT : -EACCES,
-		             w->block->desc, p);
-		return w->block->kind == VFS__HIDE ? -ENOENT : -EACCES;
+		/* Looking, a hidden name does not exist. Creating, ENOENT would be a lie
+		 * programs act on (mkdir -p retries the parent for ever; mkdir("/root")
+		 * cannot fail so natively): the place refuses, as one the caller may not
+		 * write or search refuses, whether or not the name exists on the host. */
+		r = w->block->kind == VFS__HIDE && !(flags & VFS__CREATE) ? -ENOENT : -EACCES;
+		vfs__verdict(verdict, r, w->block->desc, p);
+		return r;
 	}
 
 	w->synth[0] = '\0';
@@ -620,7 +624,7 @@ int vfs__walk_policy(const struct vfs *v, struct vfs__walk *w, unsigned want,
 	const struct vfs__rule *m;
 
 	if (w->block && (w->block->kind == VFS__HIDE || (want & ~VFS_WANT_NOFOLLOW))) {
-		int e = w->block->kind == VFS__HIDE ? -ENOENT : -EACCES;
+		int e = w->block->kind == VFS__HIDE && !(want & VFS_WANT_CREATE) ? -ENOENT : -EACCES;
 
 		vfs__verdict(verdict, e, w->block->desc, w->vpath);
 		return e;

@@ -323,7 +323,7 @@ static void test_default_profile(void **state)
 	fd = vfs_open(v, &c, "new.txt", O_WRONLY | O_CREAT, 0644, 0, NULL);
 	assert_true(fd >= 0);
 	close(fd);
-	assert_int_equal(vfs_open(v, &c, ".env", O_WRONLY | O_CREAT, 0644, 0, NULL), -ENOENT);
+	assert_int_equal(vfs_open(v, &c, ".env", O_WRONLY | O_CREAT, 0644, 0, NULL), -EACCES);
 	/* other directories of the host are not there */
 	assert_int_equal(vfs_stat(v, &c, tp("other/o.txt"), 0, &st, NULL), -ENOENT);
 	assert_int_equal(vfs_stat(v, &c, tp("ws"), 0, &st, NULL), -ENOENT);
@@ -472,7 +472,7 @@ static void test_entry_ops(void **state)
 	assert_memory_equal(buf, "one", 3);
 	close(fd);
 	assert_int_equal(vfs_rename(v, &c, "r3", &c, "x/.env", 0, NULL), -ENOENT);
-	assert_int_equal(vfs_rename(v, &c, "r3", &c, ".env", 0, NULL), -ENOENT);
+	assert_int_equal(vfs_rename(v, &c, "r3", &c, ".env", 0, NULL), -EACCES);
 	assert_int_equal(vfs_rename(v, &c, ".env", &c, "visible", 0, NULL), -ENOENT);
 	assert_int_equal(vfs_rename(v, &c, "r3", &c, "/tmp/r3", 0, NULL), -EXDEV);
 	assert_int_equal(vfs_rename(v, &c, "r3", &c, "/ro/r3", 0, NULL), -EROFS);
