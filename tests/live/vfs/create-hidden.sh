@@ -9,7 +9,10 @@
 
 plan 16
 PY=/usr/bin/python3
-mkdir "$TMP/cwd"
+mkdir "$TMP/cwd" "$TMP/home"
+# /root must be hidden, not the caller's private home (the default profile gives the
+# home a private directory): moat runs with a home elsewhere
+export HOME=$TMP/home
 
 # errno_of CALL...: a Python snippet printing the errno name each call fails with
 probe='
