@@ -651,6 +651,31 @@ static int add_bind(struct vfs *v, const char *word, const char *arg, const char
 	r->virt = strdup(vdst);
 	if (!r->host || !r->virt)
 		return -ENOMEM;
+	/*
+	 * A mapping above /proc (ro-bind /) holds the host's procfs, whose magic links the
+	 * supervisor would read as itself: /proc/self would be the supervisor, its environ
+	 * the host's environment, its mem the supervisor's memory. So /proc inside it is
+	 * mapped as /proc is on its own, with the sandbox's pids and the caller's
+	 * /proc/self; a later mapping of the same path still replaces it.
+	 */
+	if (S_ISDIR(st.st_mode) && vfs__path_under("/proc", hsrc) && !streq(hsrc, "/proc")) {
+		char pv[PATH_MAX], pdesc[PATH_MAX + 64];
+		const char *rel = "/proc" + (streq(hsrc, "/") ? 0 : strlen(hsrc));
+
+		if ((size_t)snprintf(pv, sizeof(pv), "%s%s", streq(vdst, "/") ? "" : vdst, rel) >=
+		    sizeof(pv))
+			return fail(errbuf, errlen, "%s %s: path too long", word, arg);
+		snprintf(pdesc, sizeof(pdesc), "/proc:%s", pv);
+		r = rule_new(v, VFS__BIND, word, pdesc, origin);
+		if (!r)
+			return -ENOMEM;
+		r->writable = writable;
+		r->is_proc = true;
+		r->host = strdup("/proc");
+		r->virt = strdup(pv);
+		if (!r->host || !r->virt)
+			return -ENOMEM;
+	}
 	return 0;
 }
 
