@@ -865,6 +865,8 @@ _public_ int vfs_resolve(const struct vfs *v, const struct vfs_caller *c, const 
 		if (ret_name)
 			snprintf(ret_name, NAME_MAX + 1, "%s", w.hname);
 		fd = fcntl(w.dirfd, F_DUPFD_CLOEXEC, 3);
+		if (fd >= 0 && (want & VFS_WANT_CREATE))
+			vfs__own_pending(v, w.vpath);
 		return ret_err(verdict, fd < 0 ? negative_errno() : fd);
 	}
 	if (!w.exists)

@@ -33,6 +33,8 @@
 struct vfs__own {
 	char *vpath;
 	ino_t ino;
+	bool pending;   /* a name the sandbox binds a unix socket at: the kernel creates it
+	                   after the vfs resolved it, so its inode is taken at first sight */
 	struct vfs__own *next;
 };
 
@@ -99,9 +101,36 @@ bool vfs__own_visible(const struct vfs *cv, const char *vpath, ino_t ino, uid_t 
 	if (uid != (uid_t)-1 && uid != geteuid())
 		return false;
 	pthread_mutex_lock(&v->lock);
-	r = v->own && (p = find(v, vpath)) && *p && (*p)->ino == ino;
+	r = v->own && (p = find(v, vpath)) && *p &&
+	    ((*p)->ino == ino || ((*p)->pending && uid != (uid_t)-1));
+	if (r && (*p)->pending) {
+		(*p)->ino = ino;
+		(*p)->pending = false;
+	}
 	pthread_mutex_unlock(&v->lock);
 	return r;
+}
+
+/* vfs_resolve() of a name to create for the interposer (the bind of a unix socket). */
+void vfs__own_pending(const struct vfs *cv, const char *vpath)
+{
+	struct vfs *v = (struct vfs *)cv;
+	struct vfs__own **p, *e;
+
+	if (!own_root_of(v, vpath))
+		return;
+	pthread_mutex_lock(&v->lock);
+	if (!v->own)
+		v->own = calloc(OWN_BUCKETS, sizeof(*v->own));
+	if (v->own && !*(p = find(v, vpath)) && (e = calloc(1, sizeof(*e)))) {
+		e->vpath = strdup(vpath);
+		e->pending = true;
+		if (e->vpath)
+			*p = e;
+		else
+			free(e);
+	}
+	pthread_mutex_unlock(&v->lock);
 }
 
 static void forget(struct vfs *v, const char *vpath)
@@ -128,6 +157,7 @@ static void remember(struct vfs *v, const char *vpath)
 	p = find(v, vpath);
 	if (*p) {
 		(*p)->ino = st.st_ino;
+		(*p)->pending = false;
 		return;
 	}
 	e = calloc(1, sizeof(*e));

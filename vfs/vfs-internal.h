@@ -197,6 +197,7 @@ bool vfs__own_root(const struct vfs *v, const char *dir_vpath);
 bool vfs__own_visible(const struct vfs *v, const char *vpath, ino_t ino, uid_t uid);
 void vfs__own_note(const struct vfs *v, enum vfs_change_kind kind, const char *vpath,
                    const char *old_vpath);
+void vfs__own_pending(const struct vfs *v, const char *vpath);
 void vfs__own_done(struct vfs *v, void (*rm_rf_at)(int dfd, const char *name));
 
 /* changes.c */

@@ -9,7 +9,7 @@
 . "$MOAT_SRC/tests/lib/tap.sh"
 . "$MOAT_SRC/tests/live/vfs/lib.sh"
 
-plan 20
+plan 22
 PY=/usr/bin/python3
 # the caller's home lies outside /tmp (the sandbox's /tmp is another directory)
 H=$(mktemp -d /var/tmp/moat-env-home.XXXXXX)
@@ -33,7 +33,7 @@ diag() { echo "rc=$rc"; echo "--- stdout"; head -c 2000 "$TMP/out"; echo "--- st
 
 for mode in namespaced unnamespaced; do
 	if ! have_mode "$mode"; then
-		for i in $(seq 10); do skip "$mode: case $i" "moat cannot start in $mode mode here"; done
+		for i in $(seq 11); do skip "$mode: case $i" "moat cannot start in $mode mode here"; done
 		continue
 	fi
 	run $mode -q -- sh -c 'echo "HOME=$HOME"; ls -A "$HOME"; mkdir -p ~/.cache/pip ~/.npm && echo cached > ~/.cache/pip/x && cat ~/.cache/pip/x; git config --global user.name sandbox && git config --global user.name'
@@ -85,6 +85,15 @@ m.unlink()
 	[ $rc -eq 0 ] && grep -qx one "$TMP/out" && grep -qx "$TAG-d" "$TMP/out" && grep -qx 42 "$TMP/out" &&
 		[ -z "$(ls -d /tmp/$TAG-* /tmp/$TAG.db 2>/dev/null | grep -v -- -host)" ]
 	ok $? "$mode: /tmp/NAME is writable at its own name (files, dirs, rename, SQLite); gone after the run" "$(diag)"
+
+	run $mode -q -- $PY -c "
+import socket, os
+p = '/tmp/$TAG-sock'
+s = socket.socket(socket.AF_UNIX); s.bind(p); s.listen()
+c = socket.socket(socket.AF_UNIX); c.connect(p); a, _ = s.accept(); c.send(b'hi'); print(a.recv(2).decode())
+print(os.path.basename(p) in os.listdir('/tmp'))"
+	[ $rc -eq 0 ] && [ "$(tr '\n' ' ' <"$TMP/out")" = "hi True " ] && [ ! -e "/tmp/$TAG-sock" ]
+	ok $? "$mode: a unix socket bound in /tmp is listed and connectable; gone after the run" "$(diag)"
 
 	run $mode -q -- $PY -c "
 import tempfile, os
