@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <time.h>
@@ -542,6 +543,10 @@ _public_ struct vfs *vfs_free(struct vfs *v)
 	for (size_t i = 0; i < v->n_rules; i++) {
 		struct vfs__rule *r = &v->rules[i];
 
+		/* a sized tmpfs goes with its content; the empty backing dir is removed
+		 * with the private dir below */
+		if (r->mounted)
+			umount2(r->host, MNT_DETACH);
 		if (r->root_fd >= 0)
 			close(r->root_fd);
 		if (r->host_fd >= 0)
@@ -574,6 +579,8 @@ _public_ struct vfs *vfs_free(struct vfs *v)
 	if (v->proc_self_fd >= 0)
 		close(v->proc_self_fd);
 	vfs__own_done(v, rm_rf_at);
+	if (v->private_mounted)
+		umount2(v->private_dir, MNT_DETACH);
 	if (v->private_dir)
 		rm_rf_at(AT_FDCWD, v->private_dir);
 	free(v->private_dir);
@@ -1238,6 +1245,49 @@ static bool shared_dir(const char *vpath)
 	return streq(vpath, "/tmp") || streq(vpath, "/dev/shm");
 }
 
+_public_ int vfs_set_disk_quota(struct vfs *v, uint64_t bytes)
+{
+	if (v->finalized)
+		return -EBUSY;
+	v->disk_quota = bytes;
+	return 0;
+}
+
+_public_ bool vfs_needs_mounts(const struct vfs *v)
+{
+	if (v->disk_quota)
+		return true;
+	for (size_t i = 0; i < v->n_rules; i++)
+		if (v->rules[i].kind == VFS__TMPFS && v->rules[i].size && !v->rules[i].dead)
+			return true;
+	return false;
+}
+
+_public_ bool vfs_disk_usage(const struct vfs *v, uint64_t *ret_used, uint64_t *ret_size)
+{
+	struct statfs sf;
+
+	if (!v->private_mounted || statfs(v->private_dir, &sf) < 0)
+		return false;
+	*ret_size = v->disk_quota;
+	*ret_used = (uint64_t)(sf.f_blocks - sf.f_bfree) * (uint64_t)sf.f_bsize;
+	return true;
+}
+
+/* A tmpfs of the directive's SIZE over its backing directory (SIZE as tmpfs reads it:
+ * bytes, k, m, g or a % of memory). */
+static int mount_sized(struct vfs__rule *a)
+{
+	char opts[96];
+
+	if ((size_t)snprintf(opts, sizeof(opts), "size=%s,mode=1777", a->size) >= sizeof(opts))
+		return -EINVAL;
+	if (mount("tmpfs", a->host, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+		return negative_errno();
+	a->mounted = true;
+	return 0;
+}
+
 _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_t errlen)
 {
 	char tmpl[] = "/tmp/moat-vfs-XXXXXX";
@@ -1291,6 +1341,17 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 	if (v->private_lock < 0)
 		return fail(errbuf, errlen, "cannot lock the private directory %s: %s", tmpl,
 		            strerror(-v->private_lock));
+	/* After the lock: a sweeper of another run locks the directory underneath, which
+	 * is the one the host sees, and so leaves it alone. */
+	if (v->disk_quota) {
+		char opts[64];
+
+		snprintf(opts, sizeof(opts), "size=%llu,mode=0700", (unsigned long long)v->disk_quota);
+		if (mount("tmpfs", tmpl, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+			return fail(errbuf, errlen, "--disk: cannot mount a tmpfs on %s: %s", tmpl,
+			            strerror(errno));
+		v->private_mounted = true;
+	}
 
 	/* back tmpfs and inline files with host objects the supervisor can reach */
 	for (size_t i = 0; i < v->n_rules; i++) {
@@ -1302,7 +1363,10 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 			bool home = streq(a->virt, v->home);
 			struct stat st;
 
-			if (mode == VFS_MODE_UNNAMESPACED && shared_dir(a->virt)) {
+			/* the host's /tmp or /dev/shm cannot hold a SIZE or count towards
+			 * --disk: then a private directory at its own path, as any other */
+			if (mode == VFS_MODE_UNNAMESPACED && shared_dir(a->virt) && !a->size &&
+			    !v->disk_quota) {
 				/* no private directory can have this name: the host's,
 				 * showing only what the run makes in it (owned.c) */
 				if (stat(a->virt, &st) < 0 || !S_ISDIR(st.st_mode))
@@ -1320,10 +1384,13 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 				    chmod(a->host, home ? 0700 : 01777) < 0)
 					return fail(errbuf, errlen, "%s: %s", a->desc,
 					            strerror(errno));
+				if (a->size && (r = mount_sized(a)) < 0)
+					return fail(errbuf, errlen, "%s: cannot mount a tmpfs of %s: %s",
+					            a->desc, a->size, strerror(-r));
 			}
-			if (mode == VFS_MODE_UNNAMESPACED && home) {
-				/* the private home lives at its own host path, given to
-				 * the sandbox as HOME */
+			if (mode == VFS_MODE_UNNAMESPACED && !a->own_only) {
+				/* a private directory lives at its own host path (the
+				 * home is given to the sandbox as HOME, /tmp as TMPDIR) */
 				free(a->virt);
 				a->virt = strdup(a->host);
 				if (!a->virt)
@@ -1331,13 +1398,13 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 			}
 			if (home) {
 				free(v->home_dir);
-				v->home_dir = strdup(a->virt);
+				if (!(v->home_dir = strdup(a->virt)))
+					return -ENOMEM;
 			} else if (streq(a->given, "/tmp") || (!v->tmpdir && !shared_dir(a->given))) {
 				free(v->tmpdir);
-				v->tmpdir = strdup(a->virt);
+				if (!(v->tmpdir = strdup(a->virt)))
+					return -ENOMEM;
 			}
-			if ((home && !v->home_dir) || (!home && !v->tmpdir))
-				return -ENOMEM;
 		} else if (a->kind == VFS__FILE && a->content) {
 			if ((r = private_path(v, "file", &a->host)) < 0)
 				return r;

@@ -33,7 +33,9 @@ struct vfs__rule {
 	char *virt;        /* mappings: canonical virtual path; hide/deny: absolute glob */
 	char *host;        /* bind: host source; tmpfs: backing dir; file: host file */
 	char *content;     /* file with inline content (written to a host file at finalize) */
-	char *size;        /* tmpfs SIZE, kept for the JSON only */
+	char *size;        /* tmpfs SIZE: its backing is a tmpfs of that size (see
+	                      vfs_needs_mounts()), and the JSON shows it */
+	bool mounted;      /* that tmpfs is mounted on host, to unmount at vfs_free() */
 	char *given;       /* tmpfs DST as given (virt becomes the host dir when unnamespaced) */
 	char *desc;        /* "ro-bind /usr (policy.moat:3)", for verdicts */
 	char *word, *arg;  /* as given, for the JSON */
@@ -103,6 +105,8 @@ struct vfs {
 	struct vfs__own **own;     /* owned.c: the run's entries in own_only mappings, by
 	                              vpath hash; guarded by lock */
 	unsigned n_private;
+	uint64_t disk_quota;       /* --disk: private_dir is a tmpfs of this size, or 0 */
+	bool private_mounted;
 
 	pthread_mutex_t lock;      /* guards changes and own */
 	struct vfs__change *changes;

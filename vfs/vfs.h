@@ -92,6 +92,19 @@ int vfs_add_directive(struct vfs *v, const char *word, const char *arg, const ch
  * /dev and /proc). home is the invoking user's home, cwd the workspace. */
 int vfs_add_default_profile(struct vfs *v, const char *home, const char *cwd);
 
+/*
+ * Bounds on what the run can write. With a disk quota (bytes, 0 = none) the private
+ * directory holding every tmpfs's backing (the sandbox's /tmp, /dev/shm, home, and any
+ * tmpfs of the policy) is itself a tmpfs of that size; a tmpfs directive with a SIZE gets
+ * a tmpfs of that size as its backing. Both are mounted by vfs_finalize() on the host
+ * paths the supervisor and the sandbox share, so the caller must be in a mount namespace
+ * of its own, where it may mount (vfs_needs_mounts() says whether it must).
+ */
+int vfs_set_disk_quota(struct vfs *v, uint64_t bytes);
+bool vfs_needs_mounts(const struct vfs *v);
+/* The disk quota's use at the end of the run: false without a quota. */
+bool vfs_disk_usage(const struct vfs *v, uint64_t *ret_used, uint64_t *ret_size);
+
 /* Check the table for the mode (unnamespaced refuses remaps and tmpfs) and freeze it. */
 int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_t errlen);
 
