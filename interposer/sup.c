@@ -142,7 +142,9 @@ void sup_probe_features(struct sup_features *f)
 
 static char **build_env(const struct sup_opts *o, const char *tmpdir)
 {
-	const char *home = getenv("HOME"), *term = getenv("TERM");
+	/* the run's private home when the policy has one (vfs_home()), else the caller's */
+	const char *home = vfs_home(o->vfs) ? vfs_home(o->vfs) : getenv("HOME");
+	const char *term = getenv("TERM");
 	size_t cap = 8 + o->n_env + o->n_keep_env, n = 0;
 	char **envp = calloc(cap + 1, sizeof(char *));
 

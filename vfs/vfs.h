@@ -128,10 +128,15 @@ const char *vfs_initial_cwd(const struct vfs *v);
 /* "~" in directives expands to this (default: $HOME at vfs_new()); call before them. */
 int vfs_set_home(struct vfs *v, const char *home);
 
-/* The sandbox's temporary directory, to export as TMPDIR: unnamespaced, the private host
- * dir created by vfs_finalize() for "tmpfs /tmp" (mapped at its own host path, the rest
- * of the host's /tmp hidden); namespaced, the tmpfs's virtual path. NULL without tmpfs. */
+/* The sandbox's temporary directory, to export as TMPDIR: the virtual path of "tmpfs /tmp"
+ * (unnamespaced, the host's /tmp, showing only the entries the run made in it), else
+ * of the first other tmpfs. NULL without tmpfs. */
 const char *vfs_tmpdir(const struct vfs *v);
+
+/* The sandbox's home, to export as HOME: the virtual path of a tmpfs at the home "~"
+ * stands for (the default profile makes one), namespaced at the home's own path,
+ * unnamespaced a private host dir at its own host path. NULL without one. */
+const char *vfs_home(const struct vfs *v);
 
 /* Namespaced mode, "/" unmapped: a host dir holding the unmapped part of the tree (empty
  * directories and mount points for every mapping whose parent is unmapped, and symlink
