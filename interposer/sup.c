@@ -467,7 +467,8 @@ static void reap(struct run *R)
 	int st;
 	pid_t w;
 
-	while ((w = waitpid(-1, &st, WNOHANG)) > 0)
+	/* __WNOTHREAD: the stops of the exec tracer's tracees are its own (exectrace.c) */
+	while ((w = waitpid(-1, &st, WNOHANG | __WNOTHREAD)) > 0)
 		if (w == R->keeper) {
 			R->keeper_done = true;
 			R->keeper_status = st;
@@ -1029,9 +1030,12 @@ int sup_run(struct sup_opts *o)
 	prctl(PR_SET_DUMPABLE, 0);
 	sync_send(R->syncfd, SYNC_GO, 0, 0);
 	/* While the keeper builds the sandbox. */
-	r = notifier_start(R);
+	r = exectrace_start(&R->ctx);
+	if (r >= 0)
+		r = notifier_start(R);
 	if (r < 0) {
 		log_error("cannot start the notifier thread: %s", strerror(-r));
+		exectrace_stop(&R->ctx);
 		kill(R->keeper, SIGKILL);
 		waitpid(R->keeper, NULL, 0);
 		return MOAT_EXIT_FAILURE;
@@ -1056,6 +1060,7 @@ int sup_run(struct sup_opts *o)
 		kill(R->keeper, SIGKILL);
 		waitpid(R->keeper, NULL, 0);
 		notifier_stop(R);
+		exectrace_stop(&R->ctx);
 		return MOAT_EXIT_FAILURE;
 	}
 
@@ -1069,6 +1074,7 @@ int sup_run(struct sup_opts *o)
 		cg_kill(&R->cg);
 	kill_descendants(getpid());
 	notifier_stop(R);
+	exectrace_stop(&R->ctx);
 	if (!R->keeper_done && waitpid(R->keeper, &R->keeper_status, 0) == R->keeper)
 		R->keeper_done = true;
 	R->t_end = now_mono_ns();

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Exec races: the supervisor checks an exec's path and the kernel then resolves it again.
+# tests/escape/core/exec-race.c changes what the path names in between, by flipping the
+# path buffer from a second thread or by exchanging two symlinks in the workspace, so that
+# a --deny'd or hidden binary would run instead of the allowed one (a copy of true). The
+# refused binary leaves a marker file in the workspace when it runs: it must never appear
+# on the host, in either mode. Each run is bounded in time (and stops at a marker).
+. "$MOAT_SRC/tests/lib/tap.sh"
+. "$MOAT_SRC/tests/live/vfs/lib.sh"
+: "${EXEC_RACE:?EXEC_RACE must point at the fixture (meson sets it)}"
+SECS=${EXEC_RACE_SECONDS:-6}
+
+plan 8
+mkdir "$TMP/cwd"
+W=$(mktemp -d "$TMP/ws.XXXXXX")
+cp /bin/true "$W/ok-bin"
+cp "$EXEC_RACE" "$W/no-bin"
+cp "$EXEC_RACE" "$W/race"
+
+for mode in namespaced unnamespaced; do
+	if ! have_mode "$mode"; then
+		for t in "flip --deny" "flip --hide" "swap --deny" "swap --hide"; do
+			skip "$mode: $t: the refused binary never runs" "moat cannot start in $mode mode here"
+		done
+		continue
+	fi
+	if [ "$mode" = namespaced ]; then map=(--bind "$W:/workspace" --chdir /workspace); D=/workspace
+	else map=(--bind "$W" --chdir "$W"); D=$W; fi
+	for kind in flip swap; do
+		for rule in --deny --hide; do
+			rm -f "$W/marker" "$W/link" "$W/other" "$W/link.new"
+			if [ $kind = flip ]; then
+				args=("$D/ok-bin" "$D/no-bin")
+			else
+				ln -s ok-bin "$W/link"
+				ln -s no-bin "$W/other"
+				args=("$D/link" "$D/other")
+			fi
+			out=$(cd "$TMP/cwd" && "$MOAT" run -q --mode "$mode" "${map[@]}" \
+				"$rule" '**/no-bin' -- "$D/race" $kind "${args[@]}" "$D/marker" "$SECS" 2>&1)
+			rc=$?
+			out=$(echo "$out" | grep -E '^children=|error|ERROR' | head -5)
+			if [ -e "$W/marker" ]; then
+				ok 1 "$mode: $kind $rule: the refused binary never runs" \
+					"it ran: $W/marker exists ($out)"
+			else
+				echo "$out" | grep -qE 'children=[1-9].* exec_ok=[1-9]'
+				ok $? "$mode: $kind $rule: the refused binary never runs ($out)" "rc=$rc"
+			fi
+		done
+	done
+done
+finish
