@@ -284,6 +284,15 @@ static int mount_one(const struct vfs_mount_info *m, void *ud)
 			if (r < 0)
 				goto fail;
 		}
+		/* A mapping of "/" brought the host's /proc along and covered ours: the
+		 * sandbox's own goes on top again (the vfs maps /proc whatever covers it). */
+		if (strcmp(m->virt, "/") == 0 && stat("/newroot/proc", &st) == 0 &&
+		    S_ISDIR(st.st_mode)) {
+			r = RET_NERRNO(mount("proc", "/newroot/proc", "proc",
+					     MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL));
+			if (r < 0)
+				goto fail;
+		}
 		return 0;
 	case VFS_MOUNT_HIDE:
 		/* Concrete hidden paths under a mapping: cover them so that even a bug in
