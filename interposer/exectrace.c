@@ -22,7 +22,8 @@
  * ptrace requests are only accepted from the thread that attached, so one tracer thread
  * owns every seized task and waits for their stops (__WNOTHREAD: its own tracees only; the
  * main loop's reaping is __WNOTHREAD as well, so neither takes the other's events). A
- * notifier hands it a request and waits only for the seize, which does not block.
+ * notifier hands it a request (seize, or interrupt once continued) and waits for that
+ * alone: neither blocks, and the tracer never waits for a notifier.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -67,7 +68,6 @@ struct watched {
 struct exectrace {
 	struct sup_ctx *s;
 	pthread_t thread;
-	bool started;
 	pthread_mutex_t lock;
 	pthread_cond_t done;
 	sem_t wake;
@@ -318,17 +318,12 @@ static void *tracer_main(void *arg)
 		pthread_mutex_unlock(&t->lock);
 		while (q) {
 			struct req *next = q->next;
-			bool armed = q->kind == REQ_ARMED;
 
 			serve(t, q);
-			if (armed) {
-				free(q);
-			} else {
-				pthread_mutex_lock(&t->lock);
-				q->done = true;
-				pthread_cond_broadcast(&t->done);
-				pthread_mutex_unlock(&t->lock);
-			}
+			pthread_mutex_lock(&t->lock);
+			q->done = true;
+			pthread_cond_broadcast(&t->done);
+			pthread_mutex_unlock(&t->lock);
 			q = next;
 		}
 		if (stop)
@@ -353,11 +348,18 @@ static void *tracer_main(void *arg)
 	return NULL;
 }
 
-/* Queue q and make sure the tracer sees it: a SIGUSR2 that lands just before it enters
- * waitpid() is lost, so it is repeated until the request is served. */
-static void submit(struct exectrace *t, struct req *q, bool wait)
+/* Queue q unless the run is over (the tracer is gone then), and wait until it is served:
+ * a SIGUSR2 that lands just before the tracer enters waitpid() is lost, so it is repeated
+ * until then. */
+static int request(struct exectrace *t, struct req *q, bool new_token)
 {
 	pthread_mutex_lock(&t->lock);
+	if (new_token)
+		q->token = ++t->next_token;
+	if (t->stop) {
+		pthread_mutex_unlock(&t->lock);
+		return -ESRCH;
+	}
 	q->next = NULL;
 	if (t->tail)
 		t->tail->next = q;
@@ -367,8 +369,6 @@ static void submit(struct exectrace *t, struct req *q, bool wait)
 	pthread_mutex_unlock(&t->lock);
 	sem_post(&t->wake);
 	pthread_kill(t->thread, SIGUSR2);
-	if (!wait)
-		return;
 	pthread_mutex_lock(&t->lock);
 	while (!q->done) {
 		struct timespec ts;
@@ -383,45 +383,34 @@ static void submit(struct exectrace *t, struct req *q, bool wait)
 			pthread_kill(t->thread, SIGUSR2);
 	}
 	pthread_mutex_unlock(&t->lock);
+	return q->result;
 }
 
 int exectrace_watch(struct sup_ctx *s, pid_t tid, const struct stat *checked,
 		    uint64_t *ret_token)
 {
-	struct exectrace *t = s->exectrace;
 	struct req q = { .kind = REQ_SEIZE, .tid = tid };
+	int r;
 
-	if (!t)
+	if (!s->exectrace)
 		return -ENOSYS;
 	if (checked) {
 		q.dev = checked->st_dev;
 		q.ino = checked->st_ino;
 	}
-	pthread_mutex_lock(&t->lock);
-	q.token = ++t->next_token;
-	if (t->stop) {
-		pthread_mutex_unlock(&t->lock);
-		return -ESRCH; /* the run is over */
-	}
-	pthread_mutex_unlock(&t->lock);
-	submit(t, &q, true);
-	if (q.result < 0)
-		return q.result;
+	r = request(s->exectrace, &q, true);
+	if (r < 0)
+		return r;
 	*ret_token = q.token;
 	return 0;
 }
 
 void exectrace_armed(struct sup_ctx *s, pid_t tid, uint64_t token)
 {
-	struct exectrace *t = s->exectrace;
-	struct req *q;
+	struct req q = { .kind = REQ_ARMED, .tid = tid, .token = token };
 
-	if (!t || !(q = calloc(1, sizeof(*q))))
-		return; /* then the tracee stays traced until its next stop or exit: harmless */
-	q->kind = REQ_ARMED;
-	q->tid = tid;
-	q->token = token;
-	submit(t, q, false);
+	if (s->exectrace)
+		(void)request(s->exectrace, &q, false);
 }
 
 int exectrace_start(struct sup_ctx *s)
@@ -447,7 +436,6 @@ int exectrace_start(struct sup_ctx *s)
 		free(t);
 		return r;
 	}
-	t->started = true;
 	s->exectrace = t;
 	return 0;
 }
@@ -457,7 +445,6 @@ int exectrace_start(struct sup_ctx *s)
 void exectrace_stop(struct sup_ctx *s)
 {
 	struct exectrace *t = s->exectrace;
-	struct req *q;
 
 	if (!t)
 		return;
@@ -477,11 +464,6 @@ void exectrace_stop(struct sup_ctx *s)
 		}
 		if (pthread_timedjoin_np(t->thread, NULL, &ts) == 0)
 			break;
-	}
-	while ((q = t->head)) { /* armed requests that came after the stop */
-		t->head = q->next;
-		if (q->kind == REQ_ARMED)
-			free(q);
 	}
 	s->exectrace = NULL;
 	free(t->w);

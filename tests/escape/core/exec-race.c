@@ -12,11 +12,17 @@
  *                                        children exec LINK
  *   exec-race mark MARKER                what the refused file does when it runs: create
  *                                        MARKER (the test looks for it from the host)
+ *   exec-race interp SRC DST INTERP      copy the ELF SRC to DST with its ELF interpreter
+ *                                        (PT_INTERP) replaced by INTERP: the kernel loads
+ *                                        that file too, and runs it first (the test makes
+ *                                        it a refused copy of the dynamic loader);
+ *                                        prints the interpreter SRC had
  *
  * Each child execs with argv {path, "mark", MARKER}: the allowed program (a copy of
  * true) ignores it, the refused one (a copy of this file) leaves the marker. Prints
  * "children=C exec_ok=E refused=R killed=K" and exits 0 iff the marker does not exist.
  */
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -71,6 +77,39 @@ static void *swapper(void *unused)
 	return NULL;
 }
 
+/* Copy SRC to DST with PT_INTERP's text replaced by interp (no longer than the old). */
+static int patch_interp(const char *src, const char *dst, const char *interp)
+{
+	static char buf[1 << 24];
+	Elf64_Ehdr *eh = (Elf64_Ehdr *)buf;
+	ssize_t n;
+	int fd;
+
+	fd = open(src, O_RDONLY | O_CLOEXEC);
+	n = fd < 0 ? -1 : read(fd, buf, sizeof(buf));
+	if (fd >= 0)
+		close(fd);
+	if (n < (ssize_t)sizeof(*eh) || memcmp(buf, ELFMAG, SELFMAG) || buf[EI_CLASS] != ELFCLASS64)
+		return 2;
+	for (int i = 0; i < eh->e_phnum; i++) {
+		Elf64_Phdr *ph = (Elf64_Phdr *)(buf + eh->e_phoff + (size_t)i * eh->e_phentsize);
+
+		if ((char *)(ph + 1) > buf + n || ph->p_type != PT_INTERP)
+			continue;
+		if (ph->p_offset + ph->p_filesz > (size_t)n || strlen(interp) >= ph->p_filesz)
+			return 2;
+		printf("%.*s\n", (int)ph->p_filesz, buf + ph->p_offset); /* the old one */
+		memset(buf + ph->p_offset, 0, ph->p_filesz);
+		memcpy(buf + ph->p_offset, interp, strlen(interp));
+		fd = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+		if (fd < 0 || write(fd, buf, (size_t)n) != n)
+			return 2;
+		close(fd);
+		return 0;
+	}
+	return 2;
+}
+
 static double now(void)
 {
 	struct timespec ts;
@@ -87,7 +126,9 @@ int main(int argc, char **argv)
 	pthread_t t;
 	bool flip;
 
-	if (argc == 3 && strcmp(argv[1], "mark") == 0) {
+	if (argc == 5 && strcmp(argv[1], "interp") == 0)
+		return patch_interp(argv[2], argv[3], argv[4]);
+	if (argc >= 3 && strcmp(argv[1], "mark") == 0) {
 		int fd = open(argv[2], O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
 
 		if (fd >= 0)

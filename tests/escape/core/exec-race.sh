@@ -5,27 +5,44 @@
 # a --deny'd or hidden binary would run instead of the allowed one (a copy of true). The
 # refused binary leaves a marker file in the workspace when it runs: it must never appear
 # on the host, in either mode. Each run is bounded in time (and stops at a marker).
+# The ELF interpreter is the kernel's choice too: an allowed program whose PT_INTERP names
+# a refused copy of the dynamic loader must not run either.
 . "$MOAT_SRC/tests/lib/tap.sh"
 . "$MOAT_SRC/tests/live/vfs/lib.sh"
 : "${EXEC_RACE:?EXEC_RACE must point at the fixture (meson sets it)}"
 SECS=${EXEC_RACE_SECONDS:-6}
 
-plan 8
+plan 12
 mkdir "$TMP/cwd"
 W=$(mktemp -d "$TMP/ws.XXXXXX")
 cp /bin/true "$W/ok-bin"
 cp "$EXEC_RACE" "$W/no-bin"
 cp "$EXEC_RACE" "$W/race"
+# An allowed program whose ELF interpreter is a refused copy of the dynamic loader
+# (relative: the kernel opens it from the cwd, the workspace): no race needed.
+ld=$("$EXEC_RACE" interp "$EXEC_RACE" "$W/ok-interp" no-ld) && cp "$ld" "$W/no-ld" || ld=
 
 for mode in namespaced unnamespaced; do
 	if ! have_mode "$mode"; then
-		for t in "flip --deny" "flip --hide" "swap --deny" "swap --hide"; do
+		for t in "flip --deny" "flip --hide" "swap --deny" "swap --hide" "interp --deny" "interp --hide"; do
 			skip "$mode: $t: the refused binary never runs" "moat cannot start in $mode mode here"
 		done
 		continue
 	fi
 	if [ "$mode" = namespaced ]; then map=(--bind "$W:/workspace" --chdir /workspace); D=/workspace
 	else map=(--bind "$W" --chdir "$W"); D=$W; fi
+	for rule in --deny --hide; do
+		rm -f "$W/marker"
+		if [ -z "$ld" ]; then
+			skip "$mode: interp $rule: the refused interpreter never runs" "no ELF interpreter to copy"
+			continue
+		fi
+		out=$(cd "$TMP/cwd" && "$MOAT" run -q --mode "$mode" "${map[@]}" "$rule" '**/no-ld' -- \
+			"$D/ok-interp" mark "$D/marker" 2>&1)
+		rc=$?
+		[ ! -e "$W/marker" ]
+		ok $? "$mode: interp $rule: the refused interpreter never runs" "rc=$rc $out"
+	done
 	for kind in flip swap; do
 		for rule in --deny --hide; do
 			rm -f "$W/marker" "$W/link" "$W/other" "$W/link.new"
