@@ -8,8 +8,9 @@
  * only on its own copy. Results are produced by the supervisor itself (vfs_* on host
  * fds) and handed back: an fd through ADDFD, a struct by writing it into the tracee, or
  * a plain return value. CONTINUE is answered only for exec (what the kernel then
- * executes is checked before it runs, see exectrace.c), chdir (grants nothing by itself: every later relative path is resolved from
- * the canonical cwd again), and personality (decided on a register, not on memory).
+ * executes is checked before it runs, see exectrace.c), chdir (grants nothing by
+ * itself: every later relative path is resolved from the canonical cwd again), and
+ * personality (decided on a register, not on memory).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -889,6 +890,13 @@ watch:
 	if (r < 0) {
 		log_warning("exec refused: cannot watch pid %d's exec: %s", c->tid, strerror(-r));
 		return deny(c, EPERM, "exec: the supervisor cannot watch the exec (ptrace refused)");
+	}
+	if (!still_valid(c)) {
+		/* The caller was gone before the seize, so its tid may name another task by
+		 * now: let that one go at once (the interrupt's stop detaches it). */
+		exectrace_armed(c->s, c->tid, c->exec_token);
+		c->exec_token = 0;
+		return set_result(c, -ESRCH);
 	}
 	comm_changes(c);
 	c->outcome = CALL_CONTINUE;

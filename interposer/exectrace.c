@@ -35,6 +35,7 @@
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -199,7 +200,7 @@ static void record_kill(struct exectrace *t, pid_t pid, const char *path, const 
 			.tid = pid,
 			.comm = "",
 			.syscall = "execve",
-			.nr = -1,
+			.nr = __NR_execve,
 			.path = path,
 			.resolved = path,
 			.decision = AUDIT_DENIED,
@@ -334,6 +335,8 @@ static void *tracer_main(void *arg)
 		}
 		/* A request interrupts this with SIGUSR2 (no SA_RESTART). */
 		pid = waitpid(-1, &status, __WALL | __WNOTHREAD);
+		if (pid < 0 && errno == ECHILD)
+			t->n = 0; /* none is ours any more (reaped by a teardown sweep) */
 		if (pid <= 0)
 			continue;
 		if (WIFSTOPPED(status)) {
