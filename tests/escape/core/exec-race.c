@@ -12,6 +12,8 @@
  *                                        children exec LINK
  *   exec-race mark MARKER                what the refused file does when it runs: create
  *                                        MARKER (the test looks for it from the host)
+ *   exec-race texec PROGRAM [ARG...]     exec PROGRAM from a thread that is not the
+ *                                        leader (the exec stop comes on the leader's pid)
  *   exec-race interp SRC DST INTERP      copy the ELF SRC to DST with its ELF interpreter
  *                                        (PT_INTERP) replaced by INTERP: the kernel loads
  *                                        that file too, and runs it first (the test makes
@@ -110,6 +112,12 @@ static int patch_interp(const char *src, const char *dst, const char *interp)
 	return 2;
 }
 
+static void *thread_exec(void *argv)
+{
+	execv(((char **)argv)[0], (char **)argv);
+	_exit(127);
+}
+
 static double now(void)
 {
 	struct timespec ts;
@@ -126,6 +134,11 @@ int main(int argc, char **argv)
 	pthread_t t;
 	bool flip;
 
+	if (argc >= 3 && strcmp(argv[1], "texec") == 0) {
+		if (pthread_create(&t, NULL, thread_exec, argv + 2) != 0)
+			return 2;
+		pause();
+	}
 	if (argc == 5 && strcmp(argv[1], "interp") == 0)
 		return patch_interp(argv[2], argv[3], argv[4]);
 	if (argc >= 3 && strcmp(argv[1], "mark") == 0) {

@@ -12,7 +12,7 @@
 : "${EXEC_RACE:?EXEC_RACE must point at the fixture (meson sets it)}"
 SECS=${EXEC_RACE_SECONDS:-6}
 
-plan 12
+plan 16
 mkdir "$TMP/cwd"
 W=$(mktemp -d "$TMP/ws.XXXXXX")
 cp /bin/true "$W/ok-bin"
@@ -24,13 +24,28 @@ ld=$("$EXEC_RACE" interp "$EXEC_RACE" "$W/ok-interp" no-ld) && cp "$ld" "$W/no-l
 
 for mode in namespaced unnamespaced; do
 	if ! have_mode "$mode"; then
-		for t in "flip --deny" "flip --hide" "swap --deny" "swap --hide" "interp --deny" "interp --hide"; do
-			skip "$mode: $t: the refused binary never runs" "moat cannot start in $mode mode here"
+		for t in "a failed exec" "an exec from a thread" "interp --deny" "interp --hide" \
+			"flip --deny" "flip --hide" "swap --deny" "swap --hide"; do
+			skip "$mode: $t" "moat cannot start in $mode mode here"
 		done
 		continue
 	fi
 	if [ "$mode" = namespaced ]; then map=(--bind "$W:/workspace" --chdir /workspace); D=/workspace
 	else map=(--bind "$W" --chdir "$W"); D=$W; fi
+	# What the watch must not break: a failed exec returns to its caller, untraced, and
+	# a thread that is not the leader can exec.
+	printf 'not a program\n' >"$W/garbage"
+	chmod +x "$W/garbage"
+	out=$(cd "$TMP/cwd" && "$MOAT" run -q --mode "$mode" "${map[@]}" -- sh -c \
+		'"$1" 2>/dev/null; echo "rc=$?"; sleep 0.2; grep TracerPid /proc/self/status' sh \
+		"$D/garbage" 2>&1)
+	echo "$out" | grep -q 'rc=' && echo "$out" | grep -qE 'TracerPid:[[:space:]]+0$'
+	ok $? "$mode: a failed exec returns to its caller, which is not left traced" "$out"
+	out=$(cd "$TMP/cwd" && "$MOAT" run -q --mode "$mode" "${map[@]}" -- "$D/race" texec \
+		"$D/race" mark "$D/marker" 2>&1)
+	rc=$?
+	[ $rc -eq 42 ] && [ -e "$W/marker" ]
+	ok $? "$mode: an exec from a thread that is not the leader runs (exit 42, marker)" "rc=$rc $out"
 	for rule in --deny --hide; do
 		rm -f "$W/marker"
 		if [ -z "$ld" ]; then
