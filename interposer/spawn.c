@@ -225,6 +225,17 @@ static int set_readonly(const char *path)
 	return RET_NERRNO(mount(NULL, path, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL));
 }
 
+/* No device node opens through a mapping other than one at or below /dev, as the vfs
+ * decides (vfs__device_named()): the kernel's view says the same, for whatever the
+ * kernel resolves itself. */
+static int set_nodev(const char *path)
+{
+	struct mount_attr attr = { .attr_set = MOUNT_ATTR_NODEV };
+
+	return RET_NERRNO(syscall(SYS_mount_setattr, AT_FDCWD, path, AT_RECURSIVE, &attr,
+				  sizeof(attr)));
+}
+
 struct mount_ctx {
 	int err;
 	char failed[PATH_MAX + 32];
@@ -281,6 +292,11 @@ static int mount_one(const struct vfs_mount_info *m, void *ud)
 			goto fail;
 		if (!m->writable) {
 			r = set_readonly(dst);
+			if (r < 0)
+				goto fail;
+		}
+		if (strcmp(m->virt, "/dev") != 0 && strncmp(m->virt, "/dev/", 5) != 0) {
+			r = set_nodev(dst);
 			if (r < 0)
 				goto fail;
 		}
