@@ -192,7 +192,10 @@ static void record_kill(struct exectrace *t, pid_t pid, const char *path, const 
 
 	atomic_fetch_add(&s->n.denied, 1);
 	atomic_fetch_add(&s->denials_by_id[SC_execve], 1);
-	log_warning("killed pid %d before it ran \"%s\" (%s)", pid, path, rule);
+	if (path[0])
+		log_warning("killed pid %d before it ran \"%s\" (%s)", pid, path, rule);
+	else
+		log_warning("killed pid %d before it ran its new program (%s)", pid, rule);
 	if (s->audit) {
 		struct audit_sys a = {
 			.mono_ns = now_mono_ns(),
@@ -201,8 +204,8 @@ static void record_kill(struct exectrace *t, pid_t pid, const char *path, const 
 			.comm = "",
 			.syscall = "execve",
 			.nr = __NR_execve,
-			.path = path,
-			.resolved = path,
+			.path = path[0] ? path : NULL,
+			.resolved = path[0] ? path : NULL,
 			.decision = AUDIT_DENIED,
 			.rule = rule,
 			.err = EACCES,
