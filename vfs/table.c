@@ -1162,8 +1162,9 @@ static int cover_proc_dev(struct vfs *v, char *errbuf, size_t errlen)
 		struct stat st;
 
 		c = covering_rule(v, devs[i]);
-		if (c < 0 || vfs__device_named(&v->rules[c]) || lstat(devs[i], &st) < 0 ||
-		    !S_ISCHR(st.st_mode))
+		/* not covered, named already, or something else mapped at that very path */
+		if (c < 0 || vfs__device_named(&v->rules[c]) || streq(v->rules[c].virt, devs[i]) ||
+		    lstat(devs[i], &st) < 0 || !S_ISCHR(st.st_mode))
 			continue;
 		if ((r = add_cover(v, "bind", devs[i], (size_t)c, errbuf, errlen)) < 0)
 			return r;
