@@ -1159,12 +1159,22 @@ static int cover_proc_dev(struct vfs *v, char *errbuf, size_t errlen)
 			return r;
 	}
 	for (size_t i = 0; i < ELEMENTSOF(devs); i++) {
+		const struct vfs__rule *m;
+		char src[PATH_MAX];
 		struct stat st;
 
 		c = covering_rule(v, devs[i]);
 		/* not covered, named already, or something else mapped at that very path */
-		if (c < 0 || vfs__device_named(&v->rules[c]) || streq(v->rules[c].virt, devs[i]) ||
-		    lstat(devs[i], &st) < 0 || !S_ISCHR(st.st_mode))
+		if (c < 0 || vfs__device_named(&v->rules[c]) || streq(v->rules[c].virt, devs[i]))
+			continue;
+		/* only where the covering mapping has that device too (a bind of another
+		 * root file system may have none, and a read-only one takes no mountpoint) */
+		m = &v->rules[c];
+		if (m->kind != VFS__BIND ||
+		    (size_t)snprintf(src, sizeof(src), "%s%s", streq(m->host, "/") ? "" : m->host,
+		                     devs[i] + (streq(m->virt, "/") ? 0 : strlen(m->virt))) >=
+		            sizeof(src) ||
+		    lstat(src, &st) < 0 || !S_ISCHR(st.st_mode) || lstat(devs[i], &st) < 0)
 			continue;
 		if ((r = add_cover(v, "bind", devs[i], (size_t)c, errbuf, errlen)) < 0)
 			return r;
