@@ -195,6 +195,98 @@ bool vfs__glob_match(const char *pat, const char *path)
 	return match_from(pat + 1, path + 1);
 }
 
+/*
+ * Whether pat could match a path strictly below dir (both absolute, dir canonical): dir's
+ * components match the glob's first ones and the glob goes on, or a "**" is reached,
+ * which may span anything. A glob that ends within dir's components matches dir or an
+ * ancestor of it, which the walker stops at before anything below.
+ */
+bool vfs__glob_may_match_below(const char *pat, const char *dir)
+{
+	const char *p = pat + 1, *d = dir + 1;
+
+	if (pat[0] != '/' || dir[0] != '/')
+		return false;
+	if (!*d)
+		return *p != '\0';
+	for (;;) {
+		const char *pe = strchrnul(p, '/'), *de = strchrnul(d, '/');
+
+		if (pe - p == 2 && p[0] == '*' && p[1] == '*')
+			return true;
+		if (p == pe || !match_comp(p, pe, d, de))
+			return false;
+		if (!*de)
+			return *pe != '\0';
+		if (!*pe)
+			return false;
+		p = pe + 1;
+		d = de + 1;
+	}
+}
+
+/* Whether the first n components of the glob tail sfx can match the last n components
+ * of path (a match of sfx that begins in path's own components). */
+static bool head_fits_end(const char *sfx, size_t n, const char *path)
+{
+	const char *s = path + strlen(path);
+
+	for (size_t i = 0; i < n; i++) {
+		while (s > path && s[-1] != '/')
+			s--;
+		if (s <= path + 1)
+			return false; /* fewer than n components */
+		s--;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const char *pe = strchrnul(sfx, '/'), *se = strchrnul(s + 1, '/');
+
+		if (!match_comp(sfx, pe, s + 1, se))
+			return false;
+		sfx = pe + 1;
+		s = se;
+	}
+	return true;
+}
+
+/*
+ * Whether what pat matches below dir is the same below newdir: pat is a literal prefix
+ * (no wildcard), then "**", then a tail of components with no "**", and both
+ * directories lie strictly below that prefix. "**" then spans the directory's own
+ * components whatever its name, and whether a path below it matches (or lies below a
+ * match) is decided by the path's components below the directory alone, unless a match
+ * of the tail could begin in the directory's own last components (a tail "a/b" and a
+ * directory named "a"): that is checked for both names. So the default profile's rule
+ * for .env files anywhere follows a renamed directory, and the literal
+ * "~/.config/gcloud" does not follow "~/.config" renamed.
+ */
+bool vfs__glob_moves_with(const char *pat, const char *dir, const char *newdir)
+{
+	const char *dstar = strstr(pat, "/**/");
+	const char *sfx = dstar ? dstar + 4 : NULL;
+	char prefix[PATH_MAX];
+	size_t plen, n = 1;
+
+	if (!dstar || !*sfx || strstr(sfx, "**"))
+		return false;
+	plen = (size_t)(dstar - pat);
+	if (plen >= sizeof(prefix))
+		return false;
+	memcpy(prefix, pat, plen);
+	prefix[plen] = '\0';
+	if (strpbrk(prefix, "*?\\[")) /* the prefix must be literal */
+		return false;
+	if (plen && !(vfs__path_under(dir, prefix) && !streq(dir, prefix) &&
+	              vfs__path_under(newdir, prefix) && !streq(newdir, prefix)))
+		return false;
+	for (const char *c = sfx; (c = strchr(c, '/')); c++)
+		n++;
+	for (size_t j = 1; j < n; j++)
+		if (head_fits_end(sfx, j, dir) || head_fits_end(sfx, j, newdir))
+			return false;
+	return true;
+}
+
 /* --- lookups (after finalize) ---------------------------------------------------------- */
 
 const struct vfs__rule *vfs__mount_exact(const struct vfs *v, const char *vpath)

@@ -108,6 +108,8 @@ struct vfs {
 
 /* table.c */
 bool vfs__glob_match(const char *pat, const char *path);
+bool vfs__glob_may_match_below(const char *pat, const char *dir);
+bool vfs__glob_moves_with(const char *pat, const char *dir, const char *newdir);
 int vfs__normalize(const char *base, const char *path, char *buf, size_t len);
 const struct vfs__rule *vfs__mount_exact(const struct vfs *v, const char *vpath);
 const struct vfs__rule *vfs__mount_covering(const struct vfs *v, const char *vpath);
@@ -166,6 +168,7 @@ struct vfs__walk {
 	bool st_full;               /* st is a real stat, not just the file type */
 	bool raced;                 /* VFS__STATONLY met a name changing under it: walk again */
 	const struct vfs__rule *block; /* hide/deny rule in force */
+	bool own_object;            /* ended on the caller's own memfd: no rule applies */
 	int proc_depth;             /* components below a /proc mapping's root, -1 outside */
 	bool proc_task;             /* inside /proc/<pid>/task */
 	char synth[32];             /* target of a synthetic /proc/self link ("" when none) */

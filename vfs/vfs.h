@@ -154,6 +154,12 @@ int vfs_foreach_mount(const struct vfs *v, int (*fn)(const struct vfs_mount_info
  * injected), EOPNOTSUPP for other types. */
 int vfs_open(const struct vfs *v, const struct vfs_caller *c, const char *path, int flags,
              mode_t mode, uint64_t resolve, struct vfs_verdict *verdict);
+/* vfs_open(), except that an open that would wait for another process (a FIFO opened
+ * for reading only or writing only, without O_NONBLOCK, with no partner yet) is not
+ * performed: *ret_wait is set and an O_PATH fd of the FIFO returned, to be opened with
+ * its flags through /proc/self/fd/N where waiting is harmless. */
+int vfs_open_nowait(const struct vfs *v, const struct vfs_caller *c, const char *path, int flags,
+                    mode_t mode, uint64_t resolve, bool *ret_wait, struct vfs_verdict *verdict);
 
 /* stat family: flags are AT_SYMLINK_NOFOLLOW / AT_NO_AUTOMOUNT (AT_EMPTY_PATH with an
  * empty path is handled by the interposer on the tracee's fd, not here). */
@@ -182,6 +188,12 @@ int vfs_rename(const struct vfs *v, const struct vfs_caller *oldc, const char *o
 int vfs_link(const struct vfs *v, const struct vfs_caller *oldc, const char *oldpath,
              const struct vfs_caller *newc, const char *newpath, int flags,
              struct vfs_verdict *verdict);
+/* linkat(fd, "", ..., AT_EMPTY_PATH): a new name for the object of fd (one of ours: the
+ * caller's fd taken with pidfd_getfd), whose /proc/self/fd link reads fd_path. The name
+ * must be one the policy lets the caller create, in the mapping that holds the object
+ * (an O_TMPFILE's "DIR/#N (deleted)" is in DIR's), and the object readable where it is. */
+int vfs_link_fd(const struct vfs *v, int fd, const char *fd_path, const struct vfs_caller *newc,
+                const char *newpath, struct vfs_verdict *verdict);
 int vfs_symlink(const struct vfs *v, const char *target, const struct vfs_caller *c,
                 const char *linkpath, struct vfs_verdict *verdict);
 int vfs_chmod(const struct vfs *v, const struct vfs_caller *c, const char *path, mode_t mode,
