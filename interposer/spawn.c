@@ -282,9 +282,9 @@ static int set_readonly(const char *path)
 	return RET_NERRNO(mount(NULL, path, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL));
 }
 
-/* No device node opens through a mapping other than one at or below /dev, as the vfs
- * decides (vfs__device_named()): the kernel's view says the same, for whatever the
- * kernel resolves itself. */
+/* No device node opens through a mapping of a parent of /dev, as the vfs decides
+ * (vfs__hides_devices()): the kernel's view says the same, for whatever the kernel
+ * resolves itself. */
 static int set_nodev(const char *path)
 {
 	struct mount_attr attr = { .attr_set = MOUNT_ATTR_NODEV };
@@ -352,7 +352,7 @@ static int mount_one(const struct vfs_mount_info *m, void *ud)
 			if (r < 0)
 				goto fail;
 		}
-		if (strcmp(m->virt, "/dev") != 0 && strncmp(m->virt, "/dev/", 5) != 0) {
+		if (strcmp(m->virt, "/") == 0) {
 			r = set_nodev(dst);
 			if (r < 0)
 				goto fail;

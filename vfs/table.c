@@ -37,11 +37,12 @@ _printf_(3, 4) static int fail(char *errbuf, size_t errlen, const char *fmt, ...
 
 /* --- paths and globs ---------------------------------------------------------------- */
 
-/* A device node is only reachable through a mapping that names /dev or a path below it:
- * never through a mapping of a parent such as "/". */
-bool vfs__device_named(const struct vfs__rule *m)
+/* A mapping of a parent of /dev ("/") shows none of the host's device nodes: /dev holds
+ * only the devices the policy names (a mapping at or below /dev, or of a directory
+ * elsewhere that holds one). */
+bool vfs__hides_devices(const struct vfs__rule *m)
 {
-	return m && m->kind == VFS__BIND && vfs__path_under(m->virt, "/dev");
+	return m && !streq(m->virt, "/dev") && vfs__path_under("/dev", m->virt);
 }
 
 bool vfs__path_under(const char *path, const char *dir)
@@ -1233,8 +1234,8 @@ static int add_cover(struct vfs *v, const char *word, const char *arg, size_t co
  * Whatever a mapping of a parent (a bind of "/") covers: /proc is always the sandbox's
  * own procfs (only its pids; self is the caller, never the supervisor), and /dev shows only
  * the device nodes the policy names. The walker refuses a device node reached through a
- * mapping that is not at or below /dev (vfs__device_named()); the harmless devices every
- * program expects are mapped here by name, as the default profile does.
+ * mapping of a parent of /dev (vfs__hides_devices()); the harmless devices every program
+ * expects are mapped here by name, as the default profile does.
  */
 static int cover_proc_dev(struct vfs *v, char *errbuf, size_t errlen)
 {
@@ -1257,7 +1258,7 @@ static int cover_proc_dev(struct vfs *v, char *errbuf, size_t errlen)
 
 		c = covering_rule(v, devs[i]);
 		/* not covered, named already, or something else mapped at that very path */
-		if (c < 0 || vfs__device_named(&v->rules[c]) || streq(v->rules[c].virt, devs[i]))
+		if (c < 0 || !vfs__hides_devices(&v->rules[c]) || streq(v->rules[c].virt, devs[i]))
 			continue;
 		/* only where the covering mapping has that device too (a bind of another
 		 * root file system may have none, and a read-only one takes no mountpoint) */

@@ -702,7 +702,7 @@ int vfs__walk_policy(const struct vfs *v, struct vfs__walk *w, unsigned want,
 		return e;
 	}
 	if (w->exists && (S_ISCHR(w->st.st_mode) || S_ISBLK(w->st.st_mode)) &&
-	    !vfs__device_named(w->mount)) {
+	    vfs__hides_devices(w->mount)) {
 		vfs__verdict(verdict, -ENOENT, "a device node the policy does not name", w->vpath);
 		return -ENOENT;
 	}
