@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -52,6 +53,7 @@
 #include "missing-seccomp.h"
 #include "moat-config.h"
 #include "proc-ops.h"
+#include "proctrack.h"
 #include "sandbox-net.h"
 #include "spawn.h"
 #include "sup.h"
@@ -140,7 +142,9 @@ void sup_probe_features(struct sup_features *f)
 
 static char **build_env(const struct sup_opts *o, const char *tmpdir)
 {
-	const char *home = getenv("HOME"), *term = getenv("TERM");
+	/* the run's private home when the policy has one (vfs_home()), else the caller's */
+	const char *home = vfs_home(o->vfs) ? vfs_home(o->vfs) : getenv("HOME");
+	const char *term = getenv("TERM");
 	size_t cap = 8 + o->n_env + o->n_keep_env, n = 0;
 	char **envp = calloc(cap + 1, sizeof(char *));
 
@@ -198,6 +202,7 @@ struct notifier {
 
 struct run {
 	struct sup_ctx ctx;
+	const char *proctrack_why;      /* why there are no fork/exit records, or NULL */
 	struct sup_opts *o;
 	struct sup_features feat;
 	struct cgroup cg;
@@ -214,6 +219,7 @@ struct run {
 	int exec_errno;
 	int setup_errno, setup_stage;
 	struct cgroup_stats cgs;        /* read once at teardown */
+	uint64_t disk_used, disk_size;  /* --disk, read once at teardown */
 	struct rusage ru;               /* of every reaped descendant, at teardown */
 	struct vfs_change *changes;     /* owned copies, hashed once for report and audit */
 	size_t n_changes;
@@ -751,6 +757,12 @@ static void write_report(struct run *R, int status)
 		json_object_set_new(lim, "pids_limit_hits", json_integer((json_int_t)cs.pids_max_hits));
 		json_object_set_new(lim, "oom_kills", json_integer((json_int_t)cs.oom_kills));
 	}
+	if (R->disk_size)
+		/* full: the run met ENOSPC at its quota (tmpfs leaves no block free then) */
+		json_object_set_new(lim, "disk", json_pack("{s:I, s:I, s:b}", "size",
+							   (json_int_t)R->disk_size, "used",
+							   (json_int_t)R->disk_used, "full",
+							   R->disk_used + 65536 >= R->disk_size));
 	json_object_set_new(j, "limits", lim);
 	json_object_set_new(den, "total", json_integer((json_int_t)atomic_load(&R->ctx.n.denied)));
 	for (int id = 0; id < _SC_ID_MAX; id++) {
@@ -850,6 +862,7 @@ static void audit_header(struct run *R)
 		{ "landlock", R->feat.landlock_abi > 0, NULL },
 		{ "cgroup", R->have_cg, R->have_cg ? (R->cg.version == 2 ? "v2" : "v1") : R->cg_why },
 		{ "pidfd_getfd", R->feat.pidfd_getfd, NULL },
+		{ "proc_connector", proctrack_connected(R->ctx.proctrack), R->proctrack_why },
 	};
 	const char *names[256];
 	char buf[256][128];
@@ -891,6 +904,9 @@ static void audit_header(struct run *R)
 	};
 	if (audit_hdr(R->ctx.audit, &h) < 0)
 		log_warning("the audit stream has no header: its buffer is full");
+	/* process records only after the header: the stream starts with it */
+	if (proctrack_start(R->ctx.proctrack, R->ctx.audit, R->keeper) < 0)
+		log_warning("no fork and exit records: cannot start their thread");
 }
 
 static int collect_change(const struct vfs_change *ch, void *ud)
@@ -991,6 +1007,23 @@ static int setup_limits(struct run *R)
 	return 0;
 }
 
+/*
+ * --disk and sized tmpfs: the tmpfs that bound them are mounted over the private
+ * directories the supervisor and the sandbox share (vfs_needs_mounts()), in a mount
+ * namespace of the supervisor's own, so that the host's mount table never holds them
+ * and they go with the supervisor, whatever ends it. Its children (the keeper, the
+ * command) start in it. Still single-threaded here, as unshare(CLONE_NEWNS) needs.
+ */
+static int own_mount_ns(void)
+{
+	if (geteuid() != 0)
+		return log_error_errno(-EPERM, "--disk and a tmpfs SIZE need moat to run as root: "
+				       "they mount a tmpfs of that size (omit them to run unbounded)");
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+		return log_error_errno(-errno, "--disk: cannot make a mount namespace: %m");
+	return 0;
+}
+
 int sup_run(struct sup_opts *o)
 {
 	_cleanup_free_ struct run *R = calloc(1, sizeof(*R));
@@ -1059,6 +1092,13 @@ int sup_run(struct sup_opts *o)
 		if (ne[0])
 			not_enforced(R, ne);
 	}
+	if (o->disk)
+		vfs_set_disk_quota(o->vfs, o->disk);
+	if (vfs_needs_mounts(o->vfs)) {
+		if (own_mount_ns() < 0)
+			return MOAT_EXIT_FAILURE;
+		vfs_allow_mounts(o->vfs);
+	}
 	r = vfs_finalize(o->vfs, R->ctx.namespaced ? VFS_MODE_NAMESPACED : VFS_MODE_UNNAMESPACED,
 			 errbuf, sizeof(errbuf));
 	if (r < 0) {
@@ -1120,6 +1160,9 @@ int sup_run(struct sup_opts *o)
 	if (o->events_spec && events_open(o->events_spec, &R->ctx.events) < 0)
 		return MOAT_EXIT_FAILURE;
 
+	/* Subscribed before the sandbox exists, so that its first fork is seen. */
+	if (o->audit_path)
+		R->ctx.proctrack = proctrack_open(&R->proctrack_why);
 	R->keeper = spawn_start(&plan, &R->pidfd);
 	safe_close(sv[1]);
 	if (R->keeper < 0)
@@ -1202,6 +1245,7 @@ int sup_run(struct sup_opts *o)
 		vfs_rebase(R->ctx.vfs, -1);
 	if (R->have_cg)
 		cg_stats(&R->cg, &R->cgs);
+	vfs_disk_usage(R->ctx.vfs, &R->disk_used, &R->disk_size);
 	getrusage(RUSAGE_CHILDREN, &R->ru);
 	if (o->report_path || R->ctx.audit)
 		collect_changes(R);
@@ -1221,9 +1265,17 @@ int sup_run(struct sup_opts *o)
 	if (o->report_path)
 		write_report(R, status);
 	if (R->ctx.audit) {
+		unsigned long lost;
+
 		audit_header(R); /* the listener never came: the stream still says what ran */
+		lost = proctrack_stop(R->ctx.proctrack);
+		if (lost)
+			log_warning("the kernel dropped process events %lu times: some fork or "
+				    "exit records are missing", lost);
 		audit_finish(R, status);
 	}
+	proctrack_free(R->ctx.proctrack);
+	R->ctx.proctrack = NULL;
 	free_changes(R);
 	if (R->have_cg)
 		cg_destroy(&R->cg);
