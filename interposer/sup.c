@@ -482,7 +482,8 @@ static void reap(struct run *R)
 	int st;
 	pid_t w;
 
-	while ((w = waitpid(-1, &st, WNOHANG)) > 0)
+	/* __WNOTHREAD: the stops of the exec tracer's tracees are its own (exectrace.c) */
+	while ((w = waitpid(-1, &st, WNOHANG | __WNOTHREAD)) > 0)
 		if (w == R->keeper) {
 			R->keeper_done = true;
 			R->keeper_status = st;
@@ -1269,9 +1270,12 @@ int sup_run(struct sup_opts *o)
 	prctl(PR_SET_DUMPABLE, 0);
 	sync_send(R->syncfd, SYNC_GO, 0, 0);
 	/* While the keeper builds the sandbox. */
-	r = notifier_start(R);
+	r = exectrace_start(&R->ctx);
+	if (r >= 0)
+		r = notifier_start(R);
 	if (r < 0) {
 		log_error("cannot start the notifier thread: %s", strerror(-r));
+		exectrace_stop(&R->ctx);
 		kill(R->keeper, SIGKILL);
 		waitpid(R->keeper, NULL, 0);
 		return MOAT_EXIT_FAILURE;
@@ -1295,6 +1299,7 @@ int sup_run(struct sup_opts *o)
 		kill(R->keeper, SIGKILL);
 		waitpid(R->keeper, NULL, 0);
 		notifier_stop(R);
+		exectrace_stop(&R->ctx);
 		return MOAT_EXIT_FAILURE;
 	}
 
@@ -1312,6 +1317,7 @@ int sup_run(struct sup_opts *o)
 	raise_nofile();
 	kill_descendants(getpid());
 	notifier_stop(R);
+	exectrace_stop(&R->ctx);
 	if (!R->keeper_done && waitpid(R->keeper, &R->keeper_status, 0) == R->keeper)
 		R->keeper_done = true;
 	/* Everything that held a pty slave is gone: its last output goes out before ours. */
