@@ -5,6 +5,10 @@
   servers.py udp  PORTFILE LOGFILE    UDP on 127.0.0.1:0; appends each datagram, answers "ack:"
   servers.py dns  PORTFILE LOGFILE [PORT]   UDP DNS on 127.0.0.1:PORT (default 0); logs each
                                       question name and answers 192.0.2.1 for every A query
+  servers.py unix PORTFILE LOGFILE PATH    unix stream at PATH (PORTFILE says "0"); per
+                                      connection appends "conn fds F bytes B" to LOGFILE once
+                                      the client shuts down its side: the fds passed with
+                                      SCM_RIGHTS and the bytes it sent
 PORTFILE is written (atomically) once the socket listens, with the port number.
 Every effect a test checks is observed here, from outside the sandbox.
 """
@@ -85,9 +89,37 @@ def dns(portfile, log, port=0):
         s.sendto(hdr + d[12:end] + ans, a)
 
 
+def unix(portfile, log, path):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(path)
+    s.listen(16)
+    open(log, "w").close()
+    ready(portfile, 0)
+    while True:
+        c, _ = s.accept()
+        fds = nbytes = 0
+        while True:
+            d, anc, _, _ = c.recvmsg(65536, socket.CMSG_SPACE(4 * 253))
+            for level, typ, data in anc:
+                if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
+                    got = struct.unpack("%di" % (len(data) // 4), data[:len(data) // 4 * 4])
+                    fds += len(got)
+                    for fd in got:
+                        os.fstat(fd)  # a real, open fd
+                        os.close(fd)
+            if not d:
+                break
+            nbytes += len(d)
+        with open(log, "a") as f:
+            f.write("conn fds %d bytes %d\n" % (fds, nbytes))
+        c.close()
+
+
 if __name__ == "__main__":
     kind = sys.argv[1]
-    if kind == "dns":
+    if kind == "unix":
+        unix(sys.argv[2], sys.argv[3], sys.argv[4])
+    elif kind == "dns":
         dns(sys.argv[2], sys.argv[3], int(sys.argv[4]) if len(sys.argv) > 4 else 0)
     else:
         {"tcp": tcp, "udp": udp}[kind](sys.argv[2], sys.argv[3])
