@@ -1347,7 +1347,8 @@ void handle_net(struct sup_call *c)
 			return;
 		return c->policy_denied ? (void)0 : reply(c, r);
 	case SC_sendmmsg: {
-		unsigned vlen = (unsigned)MIN(ARG(c, 2), 64);
+		/* the kernel reads vlen as an unsigned int and caps it at UIO_MAXIOV */
+		unsigned vlen = MIN((unsigned)ARG(c, 2), (unsigned)IOV_MAX_EMU);
 		unsigned done = 0;
 
 		r = take_socket(c, &sock, &si);
