@@ -65,6 +65,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <arpa/inet.h>
+#include <linux/netlink.h>
 #include <linux/sockios.h>
 #include <pthread.h>
 #include <signal.h>
@@ -655,6 +656,17 @@ static int decide_other(struct sup_call *c, struct sockaddr_storage *ss, socklen
 		return -EAFNOSUPPORT;
 	case AF_UNSPEC:
 		return binding ? -EAFNOSUPPORT : 0; /* connect(AF_UNSPEC) dissolves an association */
+	case AF_NETLINK:
+		/* Not a place on the network: nl_pid names the kernel (0) or another process's
+		 * netlink socket, and only NETLINK_ROUTE sockets exist (the filter). libc's
+		 * getifaddrs binds one and sends to the kernel; bind may also join groups
+		 * (address and link events). Messages to other processes are refused. */
+		if (!binding && *len >= sizeof(struct sockaddr_nl) &&
+		    ((const struct sockaddr_nl *)(const void *)ss)->nl_pid != 0) {
+			refuse(c, EACCES, "netlink messages go to the kernel only");
+			return -EACCES;
+		}
+		return 0;
 	default:
 		refuse(c, EAFNOSUPPORT, "address family not allowed");
 		return -EAFNOSUPPORT;
