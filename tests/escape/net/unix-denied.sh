@@ -20,9 +20,12 @@ for mode in namespaced unnamespaced; do
 	fi
 	: >"$TMP/D.log"
 	: >"$TMP/O.log"
-	out=$(sandbox "$mode" --deny "$TMP/w/d.sock" -- "$PY" probe.py connect d.sock)
-	grep -q '^connect error 13$' <<<"$out"
-	ok $? "$mode: connect to a denied socket fails with EACCES" "$(diag "$out")"
+	rm -f "$TMP/audit"
+	out=$(sandbox "$mode" --deny "$TMP/w/d.sock" --audit "$TMP/audit" -- "$PY" probe.py connect d.sock)
+	grep -q '^connect error 13$' <<<"$out" &&
+		"$MOAT" audit dump "$TMP/audit" | grep -q 'connect(.*unix:d.sock) = -EACCES denied'
+	ok $? "$mode: connect to a denied socket fails with EACCES, and the audit says so" \
+		"$(diag "$out"; "$MOAT" audit dump "$TMP/audit" | grep connect)"
 	denied 'denied connect unix:d.sock' && grep -q 'denied connect unix:d.sock.*: EACCES' "$TMP/err"
 	ok $? "$mode: the denial is reported with its errno" "$(diag "$out")"
 	out=$(sandbox "$mode" --hide "$TMP/w/d.sock" -- "$PY" probe.py connect d.sock)
