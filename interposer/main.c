@@ -11,6 +11,7 @@
 #include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,8 +29,6 @@
 #include "sc.h"
 #include "sup.h"
 #include "vfs.h"
-
-int moat_log_level = LOG_LEVEL_NOTICE;
 
 static const char run_usage[] =
 	"usage: moat run [OPTIONS] -- COMMAND [ARG...]\n"
@@ -67,10 +66,14 @@ static const char main_usage[] =
 	"       moat audit dump|stats|verify|replay|suggest|keygen ...\n"
 	"       moat --version\n";
 
-_noreturn_ static void usage_fail(const char *usage, const char *fmt, const char *arg)
+_noreturn_ _printf_(2, 3) static void usage_fail(const char *usage, const char *fmt, ...)
 {
+	va_list ap;
+
 	fprintf(stderr, "moat: ");
-	fprintf(stderr, fmt, arg);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
 	fprintf(stderr, "\n%s", usage);
 	exit(MOAT_EXIT_FAILURE);
 }
@@ -303,7 +306,7 @@ static int parse_run_options(struct cli *c, int argc, char **argv, const char *u
 		case '?':
 		default:
 			if (optopt)
-				usage_fail(usage, "unknown or incomplete option '-%c'", (char[]){ (char)optopt, 0 });
+				usage_fail(usage, "unknown or incomplete option '-%c'", optopt);
 			usage_fail(usage, "unknown or incomplete option '%s'", argv[optind - 1]);
 		}
 	}

@@ -2,9 +2,9 @@
 /*
  * interposer internals: the supervisor.
  *
- * Lifecycle: sup_opts filled by the CLI -> sup_new() (policy, vfs, filter compiled once)
- * -> sup_run() (spawn, notification loop, limits, reaping; returns the exit status moat
- * should exit with) -> sup_free().
+ * Lifecycle: the CLI fills struct sup_opts (the vfs and net built from options and policy
+ * files) -> sup_run() (spawn, notification loop, limits, reaping, report; returns the
+ * exit status moat should exit with). The filter is compiled at build time (filter.c).
  *
  * One notification makes exactly one pass: notify.c receives it, dispatch.c decodes it
  * with syscall-table, copies arguments with mem.c, re-validates the id, asks vfs (or the
