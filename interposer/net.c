@@ -798,14 +798,107 @@ static void outmsg_done(struct outmsg *m)
 	m->pathfd = safe_close(m->pathfd);
 }
 
+/* A uid or gid as the caller names it (in its user namespace) as the host sees it,
+ * through /proc/<tid>/uid_map or gid_map; -1 when it is not mapped. */
+static int64_t host_id(pid_t tid, const char *map, uint32_t id)
+{
+	_cleanup_fclose_ FILE *f = NULL;
+	char path[64], line[128];
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", tid, map);
+	f = fopen(path, "re");
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned long in, out, count;
+
+		if (sscanf(line, "%lu %lu %lu", &in, &out, &count) == 3 && id >= in &&
+		    id - in < count)
+			return (int64_t)(out + (id - in));
+	}
+	return -1;
+}
+
+/* The caller's process as the host and as itself sees it, and its real, effective and
+ * saved ids as the host sees them (/proc/<tid>/status is read in our namespaces). */
+struct caller_creds {
+	pid_t tgid_host, tgid_own;
+	uint32_t uid[3], gid[3];
+};
+
+static int read_creds(pid_t tid, struct caller_creds *cc)
+{
+	_cleanup_fclose_ FILE *f = NULL;
+	char path[64], line[256];
+	unsigned got = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", tid);
+	f = fopen(path, "re");
+	if (!f)
+		return -ESRCH;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "Tgid: %d", &cc->tgid_host) == 1) {
+			got |= 1;
+		} else if (strncmp(line, "NStgid:", 7) == 0) {
+			/* one column per pid namespace, the caller's own last */
+			char *last = strrchr(line, '\t');
+			if (last && sscanf(last, "%d", &cc->tgid_own) == 1)
+				got |= 2;
+		} else if (sscanf(line, "Uid: %u %u %u", &cc->uid[0], &cc->uid[1], &cc->uid[2]) == 3) {
+			got |= 4;
+		} else if (sscanf(line, "Gid: %u %u %u", &cc->gid[0], &cc->gid[1], &cc->gid[2]) == 3) {
+			got |= 8;
+		}
+	}
+	return got == 15 ? 0 : -ESRCH;
+}
+
 /*
- * SCM_RIGHTS carry the tracee's fd numbers: swap each for our copy of that fd. Every
- * header is checked as the kernel's CMSG_OK does (no shorter than itself, inside the
- * buffer), and a message passes at most RIGHTS_MAX fds in all, as in the kernel (EINVAL).
+ * SCM_CREDENTIALS name a pid, uid and gid that the kernel checks against the sender,
+ * which is us: with our privileges any claim would pass, and a pid would be read in our
+ * pid namespace. So the caller may claim what a sender without capabilities may (its
+ * own process, one of its real/effective/saved ids), else EPERM; the claim is then
+ * rewritten as the host sees it, so that the peer gets the caller's credentials.
+ */
+static int translate_creds(struct sup_call *c, struct cmsghdr *h, struct caller_creds *cc,
+			   bool *have_cc)
+{
+	struct ucred uc;
+	int64_t uid, gid;
+	int r;
+
+	if (h->cmsg_len != CMSG_LEN(sizeof(uc)))
+		return -EINVAL;
+	if (!*have_cc) {
+		r = read_creds(c->tid, cc);
+		if (r < 0)
+			return r;
+		*have_cc = true;
+	}
+	memcpy(&uc, CMSG_DATA(h), sizeof(uc));
+	uid = host_id(c->tid, "uid_map", uc.uid);
+	gid = host_id(c->tid, "gid_map", uc.gid);
+	if (uid < 0 || gid < 0)
+		return -EINVAL;
+	if (uc.pid != cc->tgid_own ||
+	    (uid != cc->uid[0] && uid != cc->uid[1] && uid != cc->uid[2]) ||
+	    (gid != cc->gid[0] && gid != cc->gid[1] && gid != cc->gid[2]))
+		return -EPERM;
+	uc = (struct ucred){ .pid = cc->tgid_host, .uid = (uid_t)uid, .gid = (gid_t)gid };
+	memcpy(CMSG_DATA(h), &uc, sizeof(uc));
+	return 0;
+}
+
+/*
+ * SCM_RIGHTS carry the tracee's fd numbers: swap each for our copy of that fd;
+ * SCM_CREDENTIALS are checked and rewritten (translate_creds). Every header is checked
+ * as the kernel's CMSG_OK does (no shorter than itself, inside the buffer), and a
+ * message passes at most RIGHTS_MAX fds in all, as in the kernel (EINVAL).
  */
 static int translate_rights(struct sup_call *c, struct outmsg *m)
 {
+	struct caller_creds cc;
+	bool have_cc = false;
 	size_t off = 0;
+	int r;
 
 	m->n_fds = 0;
 	while (off < m->ctl_len && m->ctl_len - off >= sizeof(struct cmsghdr)) {
@@ -826,6 +919,10 @@ static int translate_rights(struct sup_call *c, struct outmsg *m)
 				m->fds[m->n_fds++] = fd;
 				p[i] = fd;
 			}
+		} else if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_CREDENTIALS) {
+			r = translate_creds(c, h, &cc, &have_cc);
+			if (r < 0)
+				return r;
 		}
 		off += CMSG_ALIGN(h->cmsg_len);
 	}

@@ -14,6 +14,9 @@ Every effect a test relies on is checked from outside (a server's log, a port, a
                                      max_ms M" then, once the peer drains, "unblocked R"
   probe.py connect PATH              unix stream connect to PATH and send: "connect ok",
                                      "connect error E", "send error E"
+  probe.py creds PATH WHO            unix stream to PATH, one message with SCM_CREDENTIALS
+                                     claiming pid WHO ("self": its own pid, uid and gid; a
+                                     number: that pid): "creds sent N" / "creds error E"
   probe.py dgram PATH                unix datagram sendto PATH: "sendto sent N" / "sendto error E"
   probe.py bind PATH                 unix bind to PATH: "bind ok" / "bind error E"
 """
@@ -161,6 +164,20 @@ def connect(path):
         print("send error", e.errno, flush=True)
 
 
+def creds(path, who):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(path)
+    pid = os.getpid() if who == "self" else int(who)
+    anc = [(socket.SOL_SOCKET, socket.SCM_CREDENTIALS,
+            struct.pack("iII", pid, os.getuid(), os.getgid()))]
+    try:
+        print("creds sent", s.sendmsg([b"creds"], anc), flush=True)
+    except OSError as e:
+        print("creds error", e.errno, flush=True)
+    s.shutdown(socket.SHUT_WR)
+    s.recv(1)  # alive until the server has looked at its /proc/PID
+
+
 def dgram(path):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     try:
@@ -180,5 +197,5 @@ def bind(path):
 
 if __name__ == "__main__":
     cmds = {"unspec": unspec, "listen": listen, "rights": rights, "block": block,
-            "connect": connect, "dgram": dgram, "bind": bind}
+            "connect": connect, "dgram": dgram, "bind": bind, "creds": creds}
     sys.exit(cmds[sys.argv[1]](*sys.argv[2:]))

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# SCM_CREDENTIALS are checked by the kernel against the sender, which is the supervisor:
+# its privileges must not let the sandbox claim another process (host pid 1 here), and
+# a pid must not be read in the supervisor's pid namespace. The program may claim
+# itself, as a sender without capabilities may, and the peer (outside) then sees the
+# program's own host pid (its /proc/PID/cmdline, read by the peer, is the program's);
+# a claim of pid 1 fails with EPERM and reaches nobody. Both modes.
+. "$MOAT_SRC/tests/lib/tap.sh"
+. "$MOAT_SRC/tests/live/net/lib.sh"
+cp "$MOAT_SRC/tests/escape/net/probe.py" "$TMP/w/"
+
+plan 4
+start_server unix C "$TMP/w/c.sock" || { echo "Bail out! test server did not start"; exit 1; }
+for mode in namespaced unnamespaced; do
+	if ! have_mode "$mode"; then
+		for i in 1 2; do skip "$mode: check $i" "moat cannot start in $mode mode here"; done
+		continue
+	fi
+	: >"$TMP/C.log"
+	out=$(sandbox "$mode" -- "$PY" probe.py creds c.sock self)
+	grep -q '^creds sent 5$' <<<"$out" && grep -q '^creds [0-9]* [0-9]* [0-9]* .*probe.py creds c.sock self' "$TMP/C.log"
+	ok $? "$mode: the peer gets the program's own credentials" "$(cat "$TMP/C.log"; diag "$out")"
+	: >"$TMP/C.log"
+	out=$(sandbox "$mode" -- "$PY" probe.py creds c.sock 1)
+	grep -q '^creds error 1$' <<<"$out" && ! grep -q '^creds 1 ' "$TMP/C.log"
+	ok $? "$mode: claiming pid 1 fails with EPERM and the peer never sees it" "$(cat "$TMP/C.log"; diag "$out")"
+done
+finish
