@@ -889,7 +889,8 @@ static int translate_creds(struct sup_call *c, struct cmsghdr *h, struct caller_
 
 /*
  * SCM_RIGHTS carry the tracee's fd numbers: swap each for our copy of that fd;
- * SCM_CREDENTIALS are checked and rewritten (translate_creds). Every header is checked
+ * SCM_CREDENTIALS are checked and rewritten (translate_creds); SO_MARK is refused. Every
+ * header is checked
  * as the kernel's CMSG_OK does (no shorter than itself, inside the buffer), and a
  * message passes at most RIGHTS_MAX fds in all, as in the kernel (EINVAL).
  */
@@ -923,6 +924,10 @@ static int translate_rights(struct sup_call *c, struct outmsg *m)
 			r = translate_creds(c, h, &cc, &have_cc);
 			if (r < 0)
 				return r;
+		} else if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SO_MARK) {
+			/* a firewall mark needs CAP_NET_ADMIN over the host's network, which
+			 * the sandbox does not hold; ours would pass */
+			return -EPERM;
 		}
 		off += CMSG_ALIGN(h->cmsg_len);
 	}
@@ -1231,6 +1236,10 @@ static int send_msg(struct sup_call *c, int *sockp, const struct sockinfo *si, s
 {
 	int r;
 
+	/* first: every way out below sends this control data */
+	r = translate_rights(c, m);
+	if (r < 0)
+		return r;
 	if (m->alen && is_inet(si->domain)) {
 		bool sent = false;
 
@@ -1255,9 +1264,6 @@ static int send_msg(struct sup_call *c, int *sockp, const struct sockinfo *si, s
 		r = 0;
 	}
 send:
-	if (r < 0)
-		return r;
-	r = translate_rights(c, m);
 	if (r < 0)
 		return r;
 	return send_now(c, *sockp, si, m, flags, mmsg, may_defer, replied);

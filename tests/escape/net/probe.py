@@ -17,6 +17,8 @@ Every effect a test relies on is checked from outside (a server's log, a port, a
   probe.py creds PATH WHO            unix stream to PATH, one message with SCM_CREDENTIALS
                                      claiming pid WHO ("self": its own pid, uid and gid; a
                                      number: that pid): "creds sent N" / "creds error E"
+  probe.py mark PORT                 UDP to 127.0.0.1:PORT: "marked" with SO_MARK as control
+                                     data ("mark sent N" / "mark error E"), then "plain"
   probe.py dgram PATH                unix datagram sendto PATH: "sendto sent N" / "sendto error E"
   probe.py bind PATH                 unix bind to PATH: "bind ok" / "bind error E"
 """
@@ -178,6 +180,17 @@ def creds(path, who):
     s.recv(1)  # alive until the server has looked at its /proc/PID
 
 
+def mark(port):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    dest = ("127.0.0.1", int(port))
+    try:
+        anc = [(socket.SOL_SOCKET, socket.SO_MARK, struct.pack("I", 42))]
+        print("mark sent", s.sendmsg([b"marked"], anc, 0, dest), flush=True)
+    except OSError as e:
+        print("mark error", e.errno, flush=True)
+    print("plain sent", s.sendmsg([b"plain"], [], 0, dest), flush=True)
+
+
 def dgram(path):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     try:
@@ -197,5 +210,6 @@ def bind(path):
 
 if __name__ == "__main__":
     cmds = {"unspec": unspec, "listen": listen, "rights": rights, "block": block,
-            "connect": connect, "dgram": dgram, "bind": bind, "creds": creds}
+            "connect": connect, "dgram": dgram, "bind": bind, "creds": creds,
+            "mark": mark}
     sys.exit(cmds[sys.argv[1]](*sys.argv[2:]))
