@@ -271,6 +271,15 @@ static bool sandbox_listens(struct sup_ctx *s, const struct sockaddr_storage *ss
 	return false;
 }
 
+static unsigned inet_port(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET)
+		return ntohs(((const struct sockaddr_in *)(const void *)ss)->sin_port);
+	if (ss->ss_family == AF_INET6)
+		return ntohs(((const struct sockaddr_in6 *)(const void *)ss)->sin6_port);
+	return 0;
+}
+
 static void addr_text(const struct sockaddr_storage *ss, socklen_t len, char *buf, size_t size)
 {
 	char ip[INET6_ADDRSTRLEN];
@@ -1428,9 +1437,11 @@ static void handle_listen(struct sup_call *c)
 		r = c->s->net ? net_decide_bind(c->s->net, (const struct sockaddr *)&ss, len,
 						si.type, &v)
 			      : -EACCES;
-		if (r < 0)
+		if (r < 0 && inet_port(&ss) == 0)
 			return refuse(c, -r, "listen on an unbound socket binds a host port: "
 					     "needs allow-bind for port 0 (or *)");
+		if (r < 0)
+			return refuse(c, -r, v.rule[0] ? v.rule : "listen needs an allow-bind rule");
 		snprintf(c->verdict.rule, sizeof(c->verdict.rule), "%s", v.rule);
 	}
 	reply(c, listen(sock, (int)ARG(c, 1)) < 0 ? negative_errno() : 0);
