@@ -56,6 +56,8 @@ struct sup_opts {
 	char **keep_env;              /* --keep-env NAME */
 	size_t n_keep_env;
 	const char *report_path;
+	const char *events_spec;       /* --events FILE|fd:N (events.h) */
+	int start_fd;                 /* --start-fd N: the command arrives here later, or -1 */
 	const char *audit_path;
 	const char *audit_key;
 	const char *session, *tenant;
