@@ -1293,6 +1293,7 @@ static void handle(struct sup_call *c)
 		return handle_personality(c);
 	case SC_connect:
 	case SC_bind:
+	case SC_listen:
 	case SC_sendto:
 	case SC_sendmsg:
 	case SC_sendmmsg:
