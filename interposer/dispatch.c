@@ -1364,6 +1364,7 @@ static void handle(struct sup_call *c)
 		return handle_pid_arg(c);
 	case SC_connect:
 	case SC_bind:
+	case SC_listen:
 	case SC_sendto:
 	case SC_sendmsg:
 	case SC_sendmmsg:

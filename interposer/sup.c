@@ -1362,8 +1362,8 @@ int sup_run(struct sup_opts *o)
 	free_changes(R);
 	if (R->have_cg)
 		cg_destroy(&R->cg);
+	sup_net_free(&R->ctx); /* first: its waiters answer on the listener */
 	safe_close(R->ctx.listener);
-	sup_net_free(&R->ctx);
 
 	return status;
 }
