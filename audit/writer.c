@@ -258,6 +258,7 @@ static void encode_ftr(msgpack_packer *pk, const struct audit_writer *w, uint64_
 		audit__kv_str(pk, &cm, "op", c->old_path);
 		audit__kv_u64(pk, &cm, "sz", c->size);
 		audit__kv_bin(pk, &cm, "sha", c->sha256, 32);
+		audit__kv_str(pk, &cm, "hs", c->hash_skipped);
 		audit__map_end(pk, &cm);
 	}
 
@@ -641,18 +642,37 @@ static void writer_free(struct audit_writer *w)
 
 int audit_writer_open(const char *path, const struct audit_opts *opts, struct audit_writer **ret)
 {
+	int fd;
+
+	if (!path || !ret)
+		return -EINVAL;
+	/* Never through a link: whoever could plant one would choose what we truncate. */
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0640);
+	if (fd < 0)
+		return -errno;
+	return audit_writer_open_fd(fd, opts, ret);
+}
+
+int audit_writer_open_fd(int fd, const struct audit_opts *opts, struct audit_writer **ret)
+{
 	struct audit_writer *w;
 	pthread_condattr_t ca;
 	int r;
 
-	if (!path || !ret)
+	if (fd < 0 || !ret) {
+		safe_close(fd);
 		return -EINVAL;
-	if (sodium_init() < 0)
+	}
+	if (sodium_init() < 0) {
+		safe_close(fd);
 		return -EIO;
+	}
 	w = calloc(1, sizeof(*w));
-	if (!w)
+	if (!w) {
+		safe_close(fd);
 		return -ENOMEM;
-	w->fd = -1;
+	}
+	w->fd = fd;
 	pthread_mutex_init(&w->lock, NULL);
 	/* The frame deadline is a monotonic time; wall-clock jumps must not stretch it. */
 	pthread_condattr_init(&ca);
@@ -691,11 +711,6 @@ int audit_writer_open(const char *path, const struct audit_opts *opts, struct au
 		goto fail;
 	}
 
-	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
-	if (w->fd < 0) {
-		r = -errno;
-		goto fail;
-	}
 	r = -pthread_create(&w->thread, NULL, writer_main, w);
 	if (r < 0)
 		goto fail;

@@ -54,7 +54,8 @@ static const char run_usage[] =
 	"  -q, --quiet            no denial summary\n"
 	"  --report FILE          JSON result: status, reason, times, denials, changed files\n"
 	"  --audit FILE           decision stream (.moat); --audit-key FILE signs it\n"
-	"  --audit-stacks denied|all   --session ID   --tenant ID\n"
+	"  --audit-stacks denied|all   --session ID   --tenant ID   --run-id ID\n"
+	"  --output-in-workspace  allow --report/--audit where the sandbox can write\n"
 	"\n"
 	"Exit status: the command's; 128+N if killed by signal N; 124 timeout; 125 moat\n"
 	"failed; 126 not executable or exec denied; 127 not found.\n";
@@ -117,7 +118,7 @@ enum {
 	OPT_MODE = 1000, OPT_TTY, OPT_STDIN, OPT_STRICT, OPT_TIMEOUT, OPT_MEMORY, OPT_PIDS,
 	OPT_CPU, OPT_NOFILE, OPT_FSIZE, OPT_SETENV, OPT_KEEPENV, OPT_REPORT, OPT_AUDIT,
 	OPT_AUDIT_KEY, OPT_AUDIT_STACKS, OPT_SESSION, OPT_TENANT, OPT_POLICY, OPT_PROFILE,
-	OPT_DIRECTIVE, OPT_JSON,
+	OPT_DIRECTIVE, OPT_JSON, OPT_OUTPUT_IN_WS, OPT_RUN_ID,
 };
 
 static const struct option run_options[] = {
@@ -141,6 +142,8 @@ static const struct option run_options[] = {
 	{ "audit-stacks", required_argument, NULL, OPT_AUDIT_STACKS },
 	{ "session", required_argument, NULL, OPT_SESSION },
 	{ "tenant", required_argument, NULL, OPT_TENANT },
+	{ "run-id", required_argument, NULL, OPT_RUN_ID },
+	{ "output-in-workspace", no_argument, NULL, OPT_OUTPUT_IN_WS },
 	{ "policy", required_argument, NULL, OPT_POLICY },
 	{ "profile", required_argument, NULL, OPT_PROFILE },
 	{ "json", no_argument, NULL, OPT_JSON },
@@ -268,6 +271,18 @@ static int parse_run_options(struct cli *c, int argc, char **argv, const char *u
 			break;
 		case OPT_TENANT:
 			o->tenant = optarg;
+			break;
+		case OPT_RUN_ID:
+			/* It goes into file names and log lines of whoever checks it: keep it plain. */
+			if (!optarg[0] || strlen(optarg) >= AUDIT_RUN_ID_MAX ||
+			    optarg[strspn(optarg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+					  "0123456789._:-")])
+				usage_fail(usage, "--run-id takes 1 to 64 of A-Z a-z 0-9 . _ : -, not '%s'",
+					   optarg);
+			o->run_id = optarg;
+			break;
+		case OPT_OUTPUT_IN_WS:
+			o->output_in_workspace = true;
 			break;
 		case OPT_JSON:
 			c->json = true;

@@ -57,6 +57,8 @@ struct sup_opts {
 	size_t n_keep_env;
 	const char *report_path;
 	const char *audit_path;
+	bool output_in_workspace;     /* --report/--audit may be where the sandbox can write */
+	const char *run_id;           /* --run-id, NULL: a random one */
 	const char *audit_key;
 	const char *session, *tenant;
 	bool audit_stacks_all;
