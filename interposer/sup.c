@@ -850,6 +850,7 @@ static void collect_changes(struct run *R)
 		if (colon) {
 			lim.max_size = strtoull(e, NULL, 10);
 			lim.max_ns = strtoull(colon + 1, NULL, 10) * 1000000ull;
+			log_warning("test hook: hash limits %s", e);
 		}
 	}
 #endif
