@@ -369,7 +369,9 @@ static int append_commit(struct audit_writer *w, struct audit__enc *e, enum rec_
 	 * frame deadline, which keeps futex wakes off most notifications. */
 	signal = start == 0 || (start < w->frame_bytes && w->active_len >= w->frame_bytes) ||
 		 (start < w->cap / 2 && w->active_len >= w->cap / 2);
-	if (kind == KIND_SYS && d == AUDIT_DENIED) {
+	/* The header too: written before the sandbox starts, it is on disk before the
+	 * sandbox can do anything (or the supervisor die of it). */
+	if (kind == KIND_HDR || (kind == KIND_SYS && d == AUDIT_DENIED)) {
 		w->urgent = true;
 		signal = true;
 	}
