@@ -166,6 +166,7 @@ struct cli {
 	struct policy policy;
 	struct proc_map pm;
 	bool json;
+	char policy_err[1024];        /* the first --policy FILE that failed to load */
 };
 
 /* Parse run options (also used by `policy show`). Returns optind of the command. */
@@ -288,10 +289,10 @@ static int parse_run_options(struct cli *c, int argc, char **argv, const char *u
 			c->json = true;
 			break;
 		case OPT_POLICY:
-			if (policy_load_file(&c->policy, optarg, errbuf, sizeof(errbuf)) < 0) {
-				log_error("%s", errbuf);
-				exit(MOAT_EXIT_FAILURE);
-			}
+			/* Reported once every option is known: --report may come later. */
+			if (policy_load_file(&c->policy, optarg, errbuf, sizeof(errbuf)) < 0 &&
+			    !c->policy_err[0])
+				snprintf(c->policy_err, sizeof(c->policy_err), "%s", errbuf);
 			break;
 		case OPT_PROFILE:
 			if (policy_add(&c->policy, "profile", optarg, "--profile") < 0)
@@ -325,15 +326,24 @@ static int parse_run_options(struct cli *c, int argc, char **argv, const char *u
 	return optind;
 }
 
-static void build_policy(struct cli *c)
+/* moat run with --report: a policy that cannot be used still gets its report (exit 125). */
+_noreturn_ static void policy_fail(struct cli *c, bool run, const char *msg)
+{
+	log_error("%s", msg);
+	if (run)
+		sup_report_failure(&c->o, msg);
+	exit(MOAT_EXIT_FAILURE);
+}
+
+static void build_policy(struct cli *c, bool run)
 {
 	char errbuf[1024];
 
+	if (c->policy_err[0])
+		policy_fail(c, run, c->policy_err);
 	if (policy_apply(&c->policy, proc_map_init(&c->pm), &c->o.vfs, &c->o.net, errbuf,
-			 sizeof(errbuf)) < 0) {
-		log_error("%s", errbuf);
-		exit(MOAT_EXIT_FAILURE);
-	}
+			 sizeof(errbuf)) < 0)
+		policy_fail(c, run, errbuf);
 	c->o.pm = &c->pm;
 	if (policy_canonical(c->o.vfs, c->o.net, &c->o.policy_json, c->o.policy_hash) < 0) {
 		log_error("out of memory");
@@ -352,7 +362,7 @@ static int cmd_run(int argc, char **argv)
 	c.o.argv = argv + first;
 	if (c.o.verbose)
 		moat_log_level = LOG_LEVEL_INFO;
-	build_policy(&c);
+	build_policy(&c, true);
 	status = sup_run(&c.o);
 	vfs_free(c.o.vfs);
 	net_free(c.o.net);
@@ -414,7 +424,7 @@ static int cmd_policy(int argc, char **argv)
 			log_error("%s", errbuf);
 			return MOAT_EXIT_FAILURE;
 		}
-		build_policy(&c);
+		build_policy(&c, false);
 		/* Both modes must accept it, or say which one cannot. */
 		if (vfs_finalize(c.o.vfs, VFS_MODE_NAMESPACED, errbuf, sizeof(errbuf)) < 0) {
 			log_error("%s: %s", argv[2], errbuf);
@@ -428,7 +438,7 @@ static int cmd_policy(int argc, char **argv)
 		json_t *j;
 
 		parse_run_options(&c, argc - 1, argv + 1, usage);
-		build_policy(&c);
+		build_policy(&c, false);
 		if (c.json) {
 			printf("{\"sha256\":\"%s\",\"policy\":%s}\n", c.o.policy_hash, c.o.policy_json);
 			return 0;

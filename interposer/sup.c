@@ -1056,6 +1056,25 @@ static int fail_started(struct run *R)
 	return fail_early(R);
 }
 
+void sup_report_failure(struct sup_opts *o, const char *why)
+{
+	_cleanup_free_ struct run *R = calloc(1, sizeof(*R));
+
+	if (!R || !o->report_path)
+		return;
+	R->o = o;
+	o->audit_path = NULL; /* no stream: it would have nothing to record */
+	R->report_out = (struct out_file)OUT_FILE_INIT;
+	R->audit_out = (struct out_file)OUT_FILE_INIT;
+	R->t_start = now_mono_ns();
+	R->start_wall_ns = wall_ns();
+	sup_probe_features(&R->feat);
+	if (open_outputs(R) < 0)
+		return;
+	snprintf(R->setup_msg, sizeof(R->setup_msg), "%s", why);
+	fail_early(R);
+}
+
 int sup_run(struct sup_opts *o)
 {
 	_cleanup_free_ struct run *R = calloc(1, sizeof(*R));

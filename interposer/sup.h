@@ -100,6 +100,9 @@ struct sup_features {
 void sup_probe_features(struct sup_features *f);
 
 int sup_run(struct sup_opts *o);
+/* moat failed before sup_run() could (a policy it cannot use): write --report, if asked
+ * for, with reason setup-failed and why. */
+void sup_report_failure(struct sup_opts *o, const char *why);
 
 /* filter.c: compiled at build time (gen-filter.c), installed in the child. */
 struct sock_fprog;

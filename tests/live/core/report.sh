@@ -6,7 +6,7 @@
 . "${MOAT_SRC:?}/tests/lib/tap.sh"
 command -v jq >/dev/null || skip_all "needs jq"
 MODES=(namespaced unnamespaced)
-plan $((7 * ${#MODES[@]} + 1))
+plan $((7 * ${#MODES[@]} + 2))
 
 WS="$TMP/ws"
 OUT="$TMP/out"
@@ -20,6 +20,15 @@ if [ "$rc" -eq 125 ] && [ ! -e ./- ] && [ ! -s "$TMP/o" ] && grep -q "stdout and
 	pass "--report - is refused clearly, the command does not run, no file '-'"
 else fail "--report - is refused" "exit $rc; $(ls -la; cat "$TMP/o" "$TMP/e")"; fi
 rm -f ./-
+
+# A policy file moat cannot use: exit 125, and the report says why.
+printf 'moat-policy 1\nbogus directive\n' >"$TMP/bad.pol"
+"$MOAT" run -q --policy "$TMP/bad.pol" --report "$OUT/p.json" -- /bin/echo ran >"$TMP/o" 2>"$TMP/e"
+rc=$?
+got=$(jq -c '[.exit_status, .reason, (.setup_error | test("bad.pol:2"))]' "$OUT/p.json" 2>&1)
+if [ "$rc" -eq 125 ] && [ "$got" = '[125,"setup-failed",true]' ] && [ ! -s "$TMP/o" ]; then
+	pass "a bad --policy: exit 125 and a report naming the line"
+else fail "a bad --policy: report" "exit $rc; report: $got; $(cat "$TMP/e")"; fi
 
 for m in "${MODES[@]}"; do
 	rm -f "$OUT"/*
