@@ -6,7 +6,7 @@
 . "${MOAT_SRC:?}/tests/lib/tap.sh"
 command -v jq >/dev/null || skip_all "needs jq"
 MODES=(namespaced unnamespaced)
-plan $((7 * ${#MODES[@]} + 2))
+plan $((7 * ${#MODES[@]} + 4))
 
 WS="$TMP/ws"
 OUT="$TMP/out"
@@ -29,6 +29,27 @@ got=$(jq -c '[.exit_status, .reason, (.setup_error | test("bad.pol:2"))]' "$OUT/
 if [ "$rc" -eq 125 ] && [ "$got" = '[125,"setup-failed",true]' ] && [ ! -s "$TMP/o" ]; then
 	pass "a bad --policy: exit 125 and a report naming the line"
 else fail "a bad --policy: report" "exit $rc; report: $got; $(cat "$TMP/e")"; fi
+
+# --run-id: the caller's id in the report and the stream, which verify checks.
+"$MOAT" run -q --run-id ci-42.a --report "$OUT/i.json" --audit "$OUT/i.moat" -- true 2>"$TMP/e"
+got=$(jq -r .run_id "$OUT/i.json" 2>&1)
+if [ "$got" = ci-42.a ] && "$MOAT" audit verify --run-id ci-42.a "$OUT/i.moat" >/dev/null 2>&1 &&
+   ! "$MOAT" audit verify --run-id ci-42.b "$OUT/i.moat" >/dev/null 2>&1 &&
+   ! "$MOAT" run -q --run-id 'a/b' -- true 2>/dev/null; then
+	pass "--run-id names the run in the report and the stream; verify checks it; 'a/b' is refused"
+else fail "--run-id" "report run_id: $got; $(cat "$TMP/e")"; fi
+
+# The stream's header is on disk before the command has done anything: moat killed
+# half a second into a run still leaves a stream that names the run.
+"$MOAT" run -q --audit "$OUT/k.moat" -- /bin/sleep 10 2>/dev/null &
+pid=$!
+track_pid "$pid"
+sleep 0.5
+kill -KILL "$pid"
+wait "$pid" 2>/dev/null
+got=$("$MOAT" audit dump --json "$OUT/k.moat" 2>/dev/null | jq -r 'select(.type=="hdr") | .argv[0]')
+[ "$got" = /bin/sleep ]
+ok $? "a stream whose moat was SIGKILLed at 0.5 s has its header" "got '$got'"
 
 for m in "${MODES[@]}"; do
 	rm -f "$OUT"/*
