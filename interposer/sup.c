@@ -990,6 +990,14 @@ static int open_outputs(struct run *R)
 		log_error("%s", R->setup_msg);
 		return -EINVAL;
 	}
+	if (o->report_path && o->audit_path && streq(R->report_out.dir, R->audit_out.dir) &&
+	    streq(R->report_out.base, R->audit_out.base)) {
+		/* The report would be renamed over the stream at the end. */
+		snprintf(R->setup_msg, sizeof(R->setup_msg), "--report and --audit name the same file");
+		log_error("%s", R->setup_msg);
+		o->report_path = NULL;
+		return -EINVAL;
+	}
 	return 0;
 }
 
