@@ -124,7 +124,9 @@ for m in "${MODES[@]}"; do
 		/bin/sh -c 'truncate -s 1T big' 2>"$TMP/e" &
 	pid=$!
 	track_pid "$pid"
-	sleep 2                     # the command is done; moat is hashing the 1 TiB
+	# Once the command has made the file and exited, moat is hashing the 1 TiB.
+	for _ in $(seq 100); do [ -e big ] && break; sleep 0.1; done
+	sleep 1
 	kill -TERM "$pid"
 	for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 	if kill -0 "$pid" 2>/dev/null; then
