@@ -54,6 +54,7 @@
 #include "moat-config.h"
 #include "output.h"
 #include "proc-ops.h"
+#include "proctrack.h"
 #include "sandbox-net.h"
 #include "spawn.h"
 #include "sup.h"
@@ -142,7 +143,9 @@ void sup_probe_features(struct sup_features *f)
 
 static char **build_env(const struct sup_opts *o, const char *tmpdir)
 {
-	const char *home = getenv("HOME"), *term = getenv("TERM");
+	/* the run's private home when the policy has one (vfs_home()), else the caller's */
+	const char *home = vfs_home(o->vfs) ? vfs_home(o->vfs) : getenv("HOME");
+	const char *term = getenv("TERM");
 	size_t cap = 8 + o->n_env + o->n_keep_env, n = 0;
 	char **envp = calloc(cap + 1, sizeof(char *));
 
@@ -200,6 +203,7 @@ struct notifier {
 
 struct run {
 	struct sup_ctx ctx;
+	const char *proctrack_why;      /* why there are no fork/exit records, or NULL */
 	struct sup_opts *o;
 	struct sup_features feat;
 	struct cgroup cg;
@@ -244,6 +248,7 @@ struct run {
 static void stop(struct run *R, enum sup_reason reason, int sig);
 static uint64_t wall_ns(void);
 static void audit_header(struct run *R);
+static void start_proctrack(struct run *R);
 static bool kernel_at_least(const char *release, int major, int minor);
 
 /* ---- the notifier thread ---- */
@@ -893,6 +898,7 @@ static void audit_header(struct run *R)
 		{ "landlock", R->feat.landlock_abi > 0, NULL },
 		{ "cgroup", R->have_cg, R->have_cg ? (R->cg.version == 2 ? "v2" : "v1") : R->cg_why },
 		{ "pidfd_getfd", R->feat.pidfd_getfd, NULL },
+		{ "proc_connector", proctrack_connected(R->ctx.proctrack), R->proctrack_why },
 	};
 	const char *names[256];
 	char buf[256][128];
@@ -931,6 +937,17 @@ static void audit_header(struct run *R)
 	};
 	if (audit_hdr(R->ctx.audit, &h) < 0)
 		log_warning("the audit stream has no header: its buffer is full");
+	start_proctrack(R);
+}
+
+/* Process records only after the header (the stream starts with it), and once the
+ * sandbox's first process exists: whichever of the two comes last calls this. */
+static void start_proctrack(struct run *R)
+{
+	if (!R->ctx.audit || !R->audit_hdr_done || R->keeper <= 0)
+		return;
+	if (proctrack_start(R->ctx.proctrack, R->ctx.audit, R->keeper) < 0)
+		log_warning("no fork and exit records: cannot start their thread");
 }
 
 static int collect_change(const struct vfs_change *ch, void *ud)
@@ -1168,10 +1185,13 @@ static int fail_early(struct run *R)
 		write_report(R, MOAT_EXIT_FAILURE);
 	if (R->ctx.audit) {
 		audit_header(R);
+		proctrack_stop(R->ctx.proctrack);
 		audit_finish(R, MOAT_EXIT_FAILURE);
 	} else {
 		out_discard(&R->audit_out);
 	}
+	proctrack_free(R->ctx.proctrack);
+	R->ctx.proctrack = NULL;
 	out_close(&R->report_out);
 	out_close(&R->audit_out);
 	return MOAT_EXIT_FAILURE;
@@ -1298,11 +1318,15 @@ int sup_run(struct sup_opts *o)
 	}
 	if (o->disk)
 		vfs_set_disk_quota(o->vfs, o->disk);
-	if (vfs_needs_mounts(o->vfs) && own_mount_ns() < 0) {
-		/* own_mount_ns() said why on stderr */
-		snprintf(R->setup_msg, sizeof(R->setup_msg),
-			 "--disk or a tmpfs SIZE cannot be enforced: no mount namespace of moat's own");
-		return fail_early(R);
+	if (vfs_needs_mounts(o->vfs)) {
+		if (own_mount_ns() < 0) {
+			/* own_mount_ns() said why on stderr */
+			snprintf(R->setup_msg, sizeof(R->setup_msg),
+				 "--disk or a tmpfs SIZE cannot be enforced: no mount namespace of "
+				 "moat's own");
+			return fail_early(R);
+		}
+		vfs_allow_mounts(o->vfs);
 	}
 	r = vfs_finalize(o->vfs, R->ctx.namespaced ? VFS_MODE_NAMESPACED : VFS_MODE_UNNAMESPACED,
 			 errbuf, sizeof(errbuf));
@@ -1335,6 +1359,10 @@ int sup_run(struct sup_opts *o)
 		log_warning("Landlock ABI %d cannot scope signals: the sandbox can signal other "
 			    "processes of this uid", R->feat.landlock_abi);
 
+	/* Subscribed before the sandbox exists, so that its first fork is seen; before the
+	 * header, which says whether it is there. */
+	if (o->audit_path)
+		R->ctx.proctrack = proctrack_open(&R->proctrack_why);
 	/* The stream and its header exist before the sandbox does. */
 	if (o->audit_path && audit_start(R) < 0)
 		return fail_early(R);
@@ -1384,6 +1412,7 @@ int sup_run(struct sup_opts *o)
 					     : "");
 	o->pm->keeper = R->keeper;
 	R->ctx.init_host_pid = R->keeper;
+	start_proctrack(R);
 	if (R->ctx.namespaced) {
 		r = spawn_write_idmaps(R->keeper, plan.uid, plan.gid);
 		if (r < 0) {
@@ -1465,9 +1494,17 @@ int sup_run(struct sup_opts *o)
 	if (o->report_path)
 		write_report(R, status);
 	if (R->ctx.audit) {
+		unsigned long lost;
+
 		audit_header(R); /* --start-fd: the command never came; still say what ran */
+		lost = proctrack_stop(R->ctx.proctrack);
+		if (lost)
+			log_warning("the kernel dropped process events %lu times: some fork or "
+				    "exit records are missing", lost);
 		audit_finish(R, status);
 	}
+	proctrack_free(R->ctx.proctrack);
+	R->ctx.proctrack = NULL;
 	free_changes(R);
 	out_close(&R->report_out);
 	out_close(&R->audit_out);
