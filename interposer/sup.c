@@ -1144,21 +1144,22 @@ static int open_outputs(struct run *R)
 	return 0;
 }
 
-/* Once the table is final: refuse outputs the sandbox could reach, unless asked for. */
+/*
+ * Once the table is final: refuse a stream the sandbox could reach, unless asked for. It
+ * is written while the sandbox runs, which could read it or alter it. The report is not
+ * refused: it is written once the sandbox is gone, as a new file renamed into the
+ * directory held since before the run, so nothing the sandbox left there is followed.
+ */
 static int check_outputs(struct run *R)
 {
-	struct out_file *outs[] = { &R->report_out, &R->audit_out };
-	const char *flags[] = { "--report", "--audit" };
 	char where[PATH_MAX];
 
-	for (size_t i = 0; i < ELEMENTSOF(outs); i++) {
-		if (outs[i]->dirfd < 0 || R->o->output_in_workspace ||
-		    !out_in_writable_mapping(outs[i], R->ctx.vfs, where, sizeof(where)))
-			continue;
+	if (R->audit_out.dirfd >= 0 && !R->o->output_in_workspace &&
+	    out_in_writable_mapping(&R->audit_out, R->ctx.vfs, where, sizeof(where))) {
 		snprintf(R->setup_msg, sizeof(R->setup_msg),
-			 "%s %s is inside %s, which the sandbox can write: it could replace or "
-			 "read the file while it runs. Name a file elsewhere, or pass "
-			 "--output-in-workspace to accept that", flags[i], outs[i]->path, where);
+			 "--audit %s is inside %s, which the sandbox can write: it could read or "
+			 "alter the stream while it runs. Name a file elsewhere, or pass "
+			 "--output-in-workspace to accept that", R->audit_out.path, where);
 		log_error("%s", R->setup_msg);
 		return -EPERM;
 	}

@@ -25,13 +25,13 @@ for mode in namespaced unnamespaced; do
 	before=$(stat -c '%s %Y %a' "$H/victim" "$H/victim2"; sha256sum "$H/victim" "$H/victim2")
 	rm -f r.json a.moat
 
-	# Without --output-in-workspace an output the sandbox can write is refused.
-	"$MOAT" run -q --mode "$mode" --report r.json -- true 2>"$TMP/err"
+	# Without --output-in-workspace a stream the sandbox could alter is refused.
+	"$MOAT" run -q --mode "$mode" --audit a.moat -- true 2>"$TMP/err"
 	rc=$?
-	if [ "$rc" -eq 125 ] && grep -q -- "--output-in-workspace" "$TMP/err"; then
-		pass "$mode: --report in the workspace is refused unless asked for"
-	else fail "$mode: --report in the workspace is refused unless asked for" "exit $rc: $(cat "$TMP/err")"; fi
-	rm -f r.json
+	if [ "$rc" -eq 125 ] && grep -q -- "--output-in-workspace" "$TMP/err" && [ ! -e a.moat ]; then
+		pass "$mode: --audit in the workspace is refused unless asked for"
+	else fail "$mode: --audit in the workspace is refused unless asked for" "exit $rc: $(cat "$TMP/err")"; fi
+	rm -f a.moat
 
 	# The sandbox swaps both names for links to host files while it runs.
 	"$MOAT" run -q --mode "$mode" $OUTFLAG --report r.json --audit a.moat -- \
