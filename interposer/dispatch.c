@@ -7,9 +7,10 @@
  * last read (the tracee may have died and its pid been reused), and from then on acts
  * only on its own copy. Results are produced by the supervisor itself (vfs_* on host
  * fds) and handed back: an fd through ADDFD, a struct by writing it into the tracee, or
- * a plain return value. CONTINUE is answered only for exec (layer 1 enforces the same
- * view), chdir (grants nothing by itself: every later relative path is resolved from
- * the canonical cwd again), and personality (decided on a register, not on memory).
+ * a plain return value. CONTINUE is answered only for exec (what the kernel then
+ * executes is checked before it runs, see exectrace.c), chdir (grants nothing by
+ * itself: every later relative path is resolved from the canonical cwd again), and
+ * personality (decided on a register, not on memory).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -1075,29 +1076,56 @@ static void handle_getdents64(struct sup_call *c)
 
 /* --- exec, chdir, personality: checked, then continued ------------------------------- */
 
+/*
+ * The kernel resolves the path again after the continue, and the sandbox can change what
+ * it names in between (a thread rewriting the path buffer, a symlink swapped in a
+ * writable directory): the thread is seized before the continue, and the file executed
+ * is compared with the one checked before the new program runs (exectrace.c).
+ */
 static void handle_exec(struct sup_call *c, int64_t dirfd, uint64_t path, int flags)
 {
 	char base[PATH_MAX];
 	struct vfs_caller caller;
+	struct stat st;
+	bool have_st = false;
 	int r;
 
 	if ((flags & AT_EMPTY_PATH) && path) {
-		/* fexecve: the fd was opened through the vfs, whose rules already applied. */
+		/* fexecve: the fd was opened through the vfs, whose rules already applied;
+		 * the exec stop checks that the file run is the one behind it now. */
 		r = copy_path(c, path, c->path);
 		if (r >= 0 && c->path[0] == '\0') {
-			comm_changes(c);
-			c->outcome = CALL_CONTINUE;
-			return;
+			_cleanup_close_ int fd = tracee_getfd(c, (int)dirfd);
+
+			if (fd < 0)
+				return set_result(c, fd);
+			if (fstat(fd, &st) < 0)
+				return set_result(c, negative_errno());
+			have_st = true;
+			goto watch;
 		}
 	}
 	if (prep_path(c, dirfd, path, c->path, base, &caller) < 0)
 		return;
-	r = vfs_check_exec(c->s->vfs, &caller, c->path, &c->verdict);
+	r = vfs_check_exec_file(c->s->vfs, &caller, c->path, &c->verdict, &st);
 	if (r < 0)
 		return set_result(c, r);
-	/* Exec is continued: the kernel re-reads the path, but in namespaced mode the
-	 * mount namespace shows exactly the mapped view and in unnamespaced mode Landlock
-	 * holds the same rule, so a swapped path meets the same decision. */
+	have_st = true;
+watch:
+	r = exectrace_watch(c->s, c->tid, have_st ? &st : NULL, &c->exec_token);
+	if (r == -ESRCH)
+		return set_result(c, r);
+	if (r < 0) {
+		log_warning("exec refused: cannot watch pid %d's exec: %s", c->tid, strerror(-r));
+		return deny(c, EPERM, "exec: the supervisor cannot watch the exec (ptrace refused)");
+	}
+	if (!still_valid(c)) {
+		/* The caller was gone before the seize, so its tid may name another task by
+		 * now: let that one go at once (the interrupt's stop detaches it). */
+		exectrace_armed(c->s, c->tid, c->exec_token);
+		c->exec_token = 0;
+		return set_result(c, -ESRCH);
+	}
 	comm_changes(c);
 	c->outcome = CALL_CONTINUE;
 }
@@ -1265,6 +1293,7 @@ static void handle(struct sup_call *c)
 		return handle_personality(c);
 	case SC_connect:
 	case SC_bind:
+	case SC_listen:
 	case SC_sendto:
 	case SC_sendmsg:
 	case SC_sendmmsg:
@@ -1457,6 +1486,7 @@ void dispatch_one(struct sup_ctx *s, const struct seccomp_notif *req, struct tra
 	c.fd_flags = 0;
 	c.has_path = c.has_path2 = false;
 	c.comm_changing = false;
+	c.exec_token = 0;
 	c.path[0] = c.path2[0] = c.addr[0] = c.flags_text[0] = '\0';
 	c.verdict.err = 0;
 	c.verdict.denied = false;
@@ -1489,6 +1519,8 @@ void dispatch_one(struct sup_ctx *s, const struct seccomp_notif *req, struct tra
 	case CALL_CONTINUE:
 		atomic_fetch_add(&s->n.continued, 1);
 		r = notify_continue(s->listener, req->id);
+		if (c.exec_token)
+			exectrace_armed(s, c.tid, c.exec_token);
 		break;
 	case CALL_REPLY:
 		r = notify_reply(s->listener, req->id, c.result, c.err);

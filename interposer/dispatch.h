@@ -72,6 +72,7 @@ struct sup_ctx {
 	/* per-syscall denial counts for the summary line */
 	atomic_uint denials_by_id[_SC_ID_MAX];
 	uint64_t start_mono_ns;
+	struct exectrace *exectrace;      /* exectrace.c: checks what an exec really ran */
 	/* test_hooks builds only: stretch the window before re-validation for these */
 	int test_delay_ms;
 	char test_delay_syscalls[128];
@@ -98,6 +99,7 @@ struct sup_call {
 	char flags_text[128];
 	bool has_path, has_path2;
 	bool comm_changing;     /* an exec or PR_SET_NAME: the comm read now is not kept */
+	uint64_t exec_token;    /* an exec continued under watch (exectrace_armed()), or 0 */
 	struct vfs_verdict verdict;
 };
 
@@ -108,6 +110,18 @@ void tracee_cache_free(struct tracee_cache *tc);
 /* The calling thread's fd as one of ours (same open file description), or -errno. */
 int tracee_getfd(struct sup_call *c, int fd);
 uint64_t now_mono_ns(void);
+
+/* exectrace.c: the tracer thread that checks, at the stop after a continued exec and
+ * before the new program's first instruction, that the file the kernel executed (and its
+ * ELF interpreter) is what the policy allowed, and kills the process otherwise. */
+int exectrace_start(struct sup_ctx *s);
+void exectrace_stop(struct sup_ctx *s);
+/* Seize tid (about to be continued into an exec of checked, or NULL when no file was
+ * checked); 0 and a token to pass to exectrace_armed() once the continue is answered. */
+struct stat;
+int exectrace_watch(struct sup_ctx *s, pid_t tid, const struct stat *checked,
+		    uint64_t *ret_token);
+void exectrace_armed(struct sup_ctx *s, pid_t tid, uint64_t token);
 
 /* net.c: socket syscalls (connect, bind, sendto, sendmsg, sendmmsg). */
 void handle_net(struct sup_call *c);

@@ -47,6 +47,14 @@ static const uint64_t clone_ns_flags[] = {
 	CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
 };
 
+/* Internet socket types other than SOCK_STREAM (1), SOCK_DGRAM (2), SOCK_SEQPACKET (5)
+ * and SOCK_RAW (3, refused for every family but netlink), as (type & mask) == value
+ * over the type's low four bits (SOCK_TYPE_MASK): 0, 4, 6, 7 and 8-15. */
+static const int inet_families[] = { AF_INET, AF_INET6 };
+static const struct { uint64_t mask, value; } inet_bad_types[] = {
+	{ 0xf, 0 }, { 0xf, 4 }, { 0xf, 6 }, { 0xf, 7 }, { 0x8, 0x8 },
+};
+
 static int add_arg_rules(scmp_filter_ctx ctx, const struct sc_entry *e)
 {
 	int err = e->deny_errno ? e->deny_errno : EPERM;
@@ -75,8 +83,26 @@ static int add_arg_rules(scmp_filter_ctx ctx, const struct sc_entry *e)
 					SCMP_A1(SCMP_CMP_MASKED_EQ, SECCOMP_FILTER_FLAG_NEW_LISTENER,
 						SECCOMP_FILTER_FLAG_NEW_LISTENER));
 	case SC_socket:
-		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(err), e->nr, 1,
-				     SCMP_A0(SCMP_CMP_EQ, AF_PACKET));
+		/* The kernel reads the three arguments as ints, the filter sees 64-bit
+		 * registers: with bits above 31 set, AF_NETLINK | 1ul << 32 would miss every
+		 * compare below and still be AF_NETLINK to the kernel. No valid call has
+		 * them (a negative int fails natively too). */
+		for (unsigned i = 0; i < 3 && r >= 0; i++)
+			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EINVAL), e->nr, 1,
+					     (struct scmp_arg_cmp){ .arg = i, .op = SCMP_CMP_GT,
+								    .datum_a = 0x7fffffffu });
+		if (r >= 0)
+			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(err), e->nr, 1,
+					     SCMP_A0(SCMP_CMP_EQ, AF_PACKET));
+		/* Internet sockets: stream, datagram and seqpacket only. Others carry
+		 * frames past the network layer (AF_INET + SOCK_PACKET is a packet socket,
+		 * SOCK_RAW is refused below); the type's flag bits are masked off. */
+		for (size_t i = 0; i < ELEMENTSOF(inet_families) && r >= 0; i++)
+			for (size_t j = 0; j < ELEMENTSOF(inet_bad_types) && r >= 0; j++)
+				r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(err), e->nr, 2,
+						     SCMP_A0(SCMP_CMP_EQ, inet_families[i]),
+						     SCMP_A1(SCMP_CMP_MASKED_EQ, inet_bad_types[j].mask,
+							     inet_bad_types[j].value));
 		/* Raw IP sockets craft packets; netlink sockets are SOCK_RAW by convention
 		 * and are judged by family and protocol below. */
 		if (r >= 0)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Socket syscalls that carry an address: connect, bind, sendto, sendmsg, sendmmsg.
+ * Socket syscalls that carry an address: connect, bind, sendto, sendmsg, sendmmsg; and
+ * listen, which may bind one.
  *
  * The address (and for sends, the data) is copied out once and the notification id is
  * re-validated; from then on the supervisor acts on its own copy (DESIGN.md invariant 1).
@@ -33,6 +34,19 @@
  * duration of the connect() call only (its other threads could observe that for a few
  * microseconds; the alternative is a supervisor stalled for a TCP timeout).
  *
+ * Sends, and unix stream connects (a full backlog), on a socket the program made
+ * blocking are tried without waiting; when they would wait, the call moves to a waiter
+ * thread of its own that performs it blocking and answers the notification (struct
+ * blocked). The notifier thread, which answers every notification of the sandbox,
+ * never waits on a peer.
+ *
+ * Send addresses on internet sockets are read as the kernel reads them (inet_send_dest):
+ * AF_UNSPEC dissolves an association only in connect(); on a send it is an internet
+ * destination (UDP over IPv4) or no address at all (UDP over IPv6), decided as such.
+ *
+ * listen() on an unbound internet socket binds an ephemeral port: on a host-side socket
+ * it needs an allow-bind rule for port 0, as bind() to port 0 does.
+ *
  * Sends with an address on a stream socket: TCP ignores the address unless
  * MSG_FASTOPEN asks it to connect, so without that flag the address is dropped and the
  * data sent on the program's socket; with it, the send goes through the connect path
@@ -51,7 +65,10 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <arpa/inet.h>
+#include <linux/netlink.h>
 #include <linux/sockios.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +79,7 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -73,8 +91,12 @@
 
 #define ARG(c, i) ((c)->req->data.args[i])
 #define SEND_MAX (1u << 20)  /* data copied per emulated send; stream sends may be partial */
-#define IOV_MAX_EMU 64
+#define IOV_MAX_EMU 1024     /* UIO_MAXIOV: the kernel's own limit (EMSGSIZE past it) */
+#define CTL_MAX (128u << 10) /* control data per message: net.core.optmem_max's default */
+#define RIGHTS_MAX 253       /* SCM_MAX_FD: fds one message may pass */
 #define PENDING_MAX 128      /* blocking connects in flight at once */
+#define BLOCKED_MAX 32       /* sends and unix connects waiting for their peers at once */
+#define BLOCKED_TICK_MS 100  /* how often a waiter looks up (see struct blocked) */
 
 /* A blocking connect waiting for its socket to become writable. */
 struct pending {
@@ -91,6 +113,10 @@ struct sup_net {
 	struct pending pend[PENDING_MAX];
 	int dns_fd;             /* UDP 127.0.0.1:53 inside the sandbox's namespace, or -1 */
 	ino_t sandbox_netns;    /* inode of the sandbox's network namespace, 0 = unknown */
+	unsigned n_blocked;     /* waiters running (struct blocked) */
+	pthread_cond_t blocked_gone;  /* signalled (under ctx.lock) as each waiter ends */
+	atomic_bool stopping;   /* the run ends: waiters give up */
+	bool warned_full;
 };
 
 static struct sup_net *state(struct sup_ctx *s)
@@ -100,6 +126,7 @@ static struct sup_net *state(struct sup_ctx *s)
 		if (!s->netst)
 			return NULL;
 		s->netst->dns_fd = -1;
+		pthread_cond_init(&s->netst->blocked_gone, NULL);
 		for (size_t i = 0; i < PENDING_MAX; i++)
 			s->netst->pend[i].sock = -1;
 	}
@@ -242,6 +269,15 @@ static bool sandbox_listens(struct sup_ctx *s, const struct sockaddr_storage *ss
 		}
 	}
 	return false;
+}
+
+static unsigned inet_port(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET)
+		return ntohs(((const struct sockaddr_in *)(const void *)ss)->sin_port);
+	if (ss->ss_family == AF_INET6)
+		return ntohs(((const struct sockaddr_in6 *)(const void *)ss)->sin6_port);
+	return 0;
 }
 
 static void addr_text(const struct sockaddr_storage *ss, socklen_t len, char *buf, size_t size)
@@ -530,6 +566,13 @@ void sup_net_free(struct sup_ctx *s)
 
 	if (!sn)
 		return;
+	/* Waiters notice within a tick; they use the listener, which is closed after us. */
+	pthread_mutex_lock(&s->lock);
+	atomic_store(&sn->stopping, true);
+	while (sn->n_blocked)
+		pthread_cond_wait(&sn->blocked_gone, &s->lock);
+	pthread_mutex_unlock(&s->lock);
+	pthread_cond_destroy(&sn->blocked_gone);
 	for (size_t i = 0; i < PENDING_MAX; i++) {
 		safe_close(sn->pend[i].sock);
 		free(sn->pend[i].data);
@@ -579,14 +622,20 @@ static int decide_unix(struct sup_call *c, struct sockaddr_storage *ss, socklen_
 		base[k] = '\0';
 		caller.base = base;
 	}
-	/* connect needs write permission on the socket inode; bind creates a name. */
+	/* bind creates a name. connect (and a send) uses the socket: the kernel asks for
+	 * write permission on its inode but not a writable mount (a socket on a read-only
+	 * mount can be connected), so the policy decides it as a use, like a read: hidden,
+	 * denied and unmapped paths are refused, read-only ones are not. */
 	fd = vfs_resolve(c->s->vfs, &caller, c->path,
 			 binding ? (VFS_WANT_CREATE | VFS_WANT_PARENT | VFS_WANT_WRITE)
-				 : VFS_WANT_WRITE,
+				 : VFS_WANT_READ,
 			 name, &c->verdict);
 	if (fd < 0) {
-		if (c->verdict.denied)
+		if (c->verdict.denied) {
+			/* the rule's errno is the answer, not a success */
 			c->policy_denied = true;
+			c->err = -fd;
+		}
 		return fd;
 	}
 	*ret_pathfd = fd;
@@ -616,6 +665,17 @@ static int decide_other(struct sup_call *c, struct sockaddr_storage *ss, socklen
 		return -EAFNOSUPPORT;
 	case AF_UNSPEC:
 		return binding ? -EAFNOSUPPORT : 0; /* connect(AF_UNSPEC) dissolves an association */
+	case AF_NETLINK:
+		/* Not a place on the network: nl_pid names the kernel (0) or another process's
+		 * netlink socket, and only NETLINK_ROUTE sockets exist (the filter). libc's
+		 * getifaddrs binds one and sends to the kernel; bind may also join groups
+		 * (address and link events). Messages to other processes are refused. */
+		if (!binding && *len >= sizeof(struct sockaddr_nl) &&
+		    ((const struct sockaddr_nl *)(const void *)ss)->nl_pid != 0) {
+			refuse(c, EACCES, "netlink messages go to the kernel only");
+			return -EACCES;
+		}
+		return 0;
 	default:
 		refuse(c, EAFNOSUPPORT, "address family not allowed");
 		return -EAFNOSUPPORT;
@@ -688,46 +748,633 @@ static void inet_connect(struct sup_call *c, int *sockp, const struct sockinfo *
 	start_connect(c, TAKE_FD(*sockp), -1, si->nonblock, ss, len, data, dlen, flags);
 }
 
-/*
- * A datagram to an internet destination. Returns bytes sent or -errno; a denial fills c
- * (c->policy_denied). In namespaced mode a sandbox-side socket is replaced by a host-side
- * one first, installed at the program's fd so that answers reach it; *sockp follows.
- */
-static int inet_send(struct sup_call *c, int *sockp, const struct sockinfo *si,
-		     struct msghdr *out, int flags)
+/* Copy an iovec array's data into one buffer of ours (*ret_data), at most cap bytes. */
+static int read_iov(struct sup_call *c, uint64_t iov_addr, size_t iovcnt, size_t cap,
+		    char **ret_data, size_t *ret_len)
 {
-	const struct sockaddr_storage *ss = out->msg_name;
-	bool in_sb = in_sandbox_netns(c->s, *sockp);
-	ssize_t n;
+	_cleanup_free_ struct iovec *iov = NULL;
+	size_t got = 0, total = 0;
+	int r;
 
-	switch (decide_inet(c, ss, out->msg_namelen, si, in_sb)) {
+	*ret_len = 0;
+	if (iovcnt > IOV_MAX_EMU)
+		return -EMSGSIZE;
+	if (iovcnt) {
+		iov = calloc(iovcnt, sizeof(*iov));
+		if (!iov)
+			return -ENOMEM;
+		r = mem_read(c->tid, iov_addr, iov, iovcnt * sizeof(struct iovec));
+		if (r < 0)
+			return r;
+	}
+	for (size_t i = 0; i < iovcnt && total < cap; i++)
+		total += MIN(iov[i].iov_len, cap - total);
+	/* sized to the message: most are small, and this runs on every sendmsg */
+	*ret_data = malloc(total ? total : 1);
+	if (!*ret_data)
+		return -ENOMEM;
+	for (size_t i = 0; i < iovcnt && got < total; i++) {
+		size_t n = MIN(iov[i].iov_len, total - got);
+		r = mem_read(c->tid, (uint64_t)(uintptr_t)iov[i].iov_base, *ret_data + got, n);
+		if (r < 0)
+			return r;
+		got += n;
+	}
+	*ret_len = got;
+	return 0;
+}
+
+/* One message to send, copied out of the program's memory once: everything here is ours. */
+struct outmsg {
+	struct sockaddr_storage ss;
+	socklen_t alen;           /* 0: no address */
+	char *data;
+	size_t len;
+	char *ctl;                /* control data; its SCM_RIGHTS name our fds once translated */
+	size_t ctl_len;
+	int fds[RIGHTS_MAX];      /* our copies of the fds passed */
+	size_t n_fds;
+	int pathfd;               /* keeps a unix destination's resolved parent open, or -1 */
+};
+
+static void outmsg_done(struct outmsg *m)
+{
+	free(TAKE_PTR(m->data));
+	free(TAKE_PTR(m->ctl));
+	for (size_t i = 0; i < m->n_fds; i++)
+		safe_close(m->fds[i]);
+	m->n_fds = 0;
+	m->pathfd = safe_close(m->pathfd);
+}
+
+/* A uid or gid as the caller names it (in its user namespace) as the host sees it,
+ * through /proc/<tid>/uid_map or gid_map; -1 when it is not mapped. */
+static int64_t host_id(pid_t tid, const char *map, uint32_t id)
+{
+	_cleanup_fclose_ FILE *f = NULL;
+	char path[64], line[128];
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", tid, map);
+	f = fopen(path, "re");
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned long in, out, count;
+
+		if (sscanf(line, "%lu %lu %lu", &in, &out, &count) == 3 && id >= in &&
+		    id - in < count)
+			return (int64_t)(out + (id - in));
+	}
+	return -1;
+}
+
+/* The caller's process as the host and as itself sees it, and its real, effective and
+ * saved ids as the host sees them (/proc/<tid>/status is read in our namespaces). */
+struct caller_creds {
+	pid_t tgid_host, tgid_own;
+	uint32_t uid[3], gid[3];
+};
+
+static int read_creds(pid_t tid, struct caller_creds *cc)
+{
+	_cleanup_fclose_ FILE *f = NULL;
+	char path[64], line[256];
+	unsigned got = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", tid);
+	f = fopen(path, "re");
+	if (!f)
+		return -ESRCH;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "Tgid: %d", &cc->tgid_host) == 1) {
+			got |= 1;
+		} else if (strncmp(line, "NStgid:", 7) == 0) {
+			/* one column per pid namespace, the caller's own last */
+			char *last = strrchr(line, '\t');
+			if (last && sscanf(last, "%d", &cc->tgid_own) == 1)
+				got |= 2;
+		} else if (sscanf(line, "Uid: %u %u %u", &cc->uid[0], &cc->uid[1], &cc->uid[2]) == 3) {
+			got |= 4;
+		} else if (sscanf(line, "Gid: %u %u %u", &cc->gid[0], &cc->gid[1], &cc->gid[2]) == 3) {
+			got |= 8;
+		}
+	}
+	return got == 15 ? 0 : -ESRCH;
+}
+
+/*
+ * SCM_CREDENTIALS name a pid, uid and gid that the kernel checks against the sender,
+ * which is us: with our privileges any claim would pass, and a pid would be read in our
+ * pid namespace. So the caller may claim what a sender without capabilities may (its
+ * own process, one of its real/effective/saved ids), else EPERM; the claim is then
+ * rewritten as the host sees it, so that the peer gets the caller's credentials.
+ */
+static int translate_creds(struct sup_call *c, struct cmsghdr *h, struct caller_creds *cc,
+			   bool *have_cc)
+{
+	struct ucred uc;
+	int64_t uid, gid;
+	int r;
+
+	if (h->cmsg_len != CMSG_LEN(sizeof(uc)))
+		return -EINVAL;
+	if (!*have_cc) {
+		r = read_creds(c->tid, cc);
+		if (r < 0)
+			return r;
+		*have_cc = true;
+	}
+	memcpy(&uc, CMSG_DATA(h), sizeof(uc));
+	uid = host_id(c->tid, "uid_map", uc.uid);
+	gid = host_id(c->tid, "gid_map", uc.gid);
+	if (uid < 0 || gid < 0)
+		return -EINVAL;
+	if (uc.pid != cc->tgid_own ||
+	    (uid != cc->uid[0] && uid != cc->uid[1] && uid != cc->uid[2]) ||
+	    (gid != cc->gid[0] && gid != cc->gid[1] && gid != cc->gid[2]))
+		return -EPERM;
+	uc = (struct ucred){ .pid = cc->tgid_host, .uid = (uid_t)uid, .gid = (gid_t)gid };
+	memcpy(CMSG_DATA(h), &uc, sizeof(uc));
+	return 0;
+}
+
+/*
+ * SCM_RIGHTS carry the tracee's fd numbers: swap each for our copy of that fd;
+ * SCM_CREDENTIALS are checked and rewritten (translate_creds); SO_MARK is refused. Every
+ * header is checked
+ * as the kernel's CMSG_OK does (no shorter than itself, inside the buffer), and a
+ * message passes at most RIGHTS_MAX fds in all, as in the kernel (EINVAL).
+ */
+static int translate_rights(struct sup_call *c, struct outmsg *m)
+{
+	struct caller_creds cc;
+	bool have_cc = false;
+	size_t off = 0;
+	int r;
+
+	m->n_fds = 0;
+	while (off < m->ctl_len && m->ctl_len - off >= sizeof(struct cmsghdr)) {
+		struct cmsghdr *h = (struct cmsghdr *)(void *)(m->ctl + off);
+
+		if (h->cmsg_len < sizeof(*h) || h->cmsg_len > m->ctl_len - off)
+			return -EINVAL;
+		if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS) {
+			size_t k = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			int *p = (int *)(void *)CMSG_DATA(h);
+
+			if (k > RIGHTS_MAX - m->n_fds)
+				return -EINVAL;
+			for (size_t i = 0; i < k; i++) {
+				int fd = tracee_getfd(c, p[i]);
+				if (fd < 0)
+					return fd;
+				m->fds[m->n_fds++] = fd;
+				p[i] = fd;
+			}
+		} else if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_CREDENTIALS) {
+			r = translate_creds(c, h, &cc, &have_cc);
+			if (r < 0)
+				return r;
+		} else if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SO_MARK) {
+			/* a firewall mark needs CAP_NET_ADMIN over the host's network, which
+			 * the sandbox does not hold; ours would pass */
+			return -EPERM;
+		}
+		off += CMSG_ALIGN(h->cmsg_len);
+	}
+	return 0;
+}
+
+/* ---- calls that wait -------------------------------------------------------------------- */
+
+/*
+ * A send or a unix connect that would wait (a full peer, a full backlog) for a program
+ * that asked to wait. The notifier must never wait on a peer: it answers every
+ * notification of the sandbox. So the call moves to a thread of its own that performs
+ * it as the kernel would for the program, blocking, and answers the notification when
+ * it completes. A timer interrupts that thread every BLOCKED_TICK_MS (SIGUSR2, whose
+ * handler has no SA_RESTART: sup.c) so that it notices a caller that went away (killed:
+ * its notification is gone), the end of the run, and the socket's SO_SNDTIMEO, which
+ * it keeps itself since each retry would start the kernel's timeout anew. At most
+ * BLOCKED_MAX wait at once; past that the call gets EAGAIN, and moat says so.
+ */
+struct blocked {
+	struct sup_ctx *s;
+	uint64_t id;
+	pid_t tid;
+	int sock;                 /* our copy of the program's socket */
+	bool connect;             /* else a send */
+	bool stream;              /* a send may complete in parts */
+	int flags;
+	uint64_t mmsg;            /* sendmmsg: its entry (msg_len written, 1 returned); 0: none */
+	size_t done;              /* bytes of m already sent */
+	uint64_t deadline_ns;     /* from SO_SNDTIMEO; 0: none */
+	struct outmsg m;
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The result for the program, or -ESRCH when nobody waits for one any more. */
+static int blocked_run(struct blocked *b)
+{
+	struct sup_net *sn = b->s->netst;
+
+	for (;;) {
+		struct iovec iov = { .iov_base = b->m.data + b->done, .iov_len = b->m.len - b->done };
+		/* Control data goes with the first byte; a stream's later parts go without. */
+		struct msghdr out = {
+			.msg_name = b->m.alen ? &b->m.ss : NULL,
+			.msg_namelen = b->m.alen,
+			.msg_iov = &iov,
+			.msg_iovlen = 1,
+			.msg_control = b->done || !b->m.ctl_len ? NULL : b->m.ctl,
+			.msg_controllen = b->done ? 0 : b->m.ctl_len,
+		};
+		ssize_t n;
+
+		if (atomic_load(&sn->stopping) || !notify_id_valid(b->s->listener, b->id))
+			return -ESRCH;
+		if (b->deadline_ns && mono_ns() >= b->deadline_ns)
+			return b->done ? (int)b->done : -EAGAIN;
+		if (b->connect)
+			n = connect(b->sock, (const struct sockaddr *)&b->m.ss, b->m.alen);
+		else
+			n = sendmsg(b->sock, &out, b->flags | MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return b->done ? (int)b->done : negative_errno();
+		if (b->connect)
+			return 0;
+		b->done += (size_t)n;
+		if (!b->stream || b->done >= b->m.len)
+			return (int)b->done;
+	}
+}
+
+static void blocked_reply(struct blocked *b, int r)
+{
+	if (b->mmsg && r >= 0) {
+		unsigned sent = (unsigned)r;
+
+		r = mem_write(b->tid, b->mmsg + offsetof(struct mmsghdr, msg_len), &sent,
+			      sizeof(sent)) < 0 ? -EFAULT : 1;
+	}
+	if (notify_reply(b->s->listener, b->id, r < 0 ? 0 : r, r < 0 ? -r : 0) == -ENOENT)
+		atomic_fetch_add(&b->s->n.gone, 1);
+}
+
+static void *blocked_main(void *arg)
+{
+	struct blocked *b = arg;
+	struct sup_ctx *s = b->s;
+	struct sigevent sev = { .sigev_notify = SIGEV_THREAD_ID, .sigev_signo = SIGUSR2 };
+	struct itimerspec tick = {
+		.it_interval.tv_nsec = BLOCKED_TICK_MS * 1000000L,
+		.it_value.tv_nsec = BLOCKED_TICK_MS * 1000000L,
+	};
+	timer_t t;
+	int r;
+
+	sev._sigev_un._tid = gettid(); /* sigev_notify_thread_id: glibc 2.36 names no field */
+	if (timer_create(CLOCK_MONOTONIC, &sev, &t) < 0) {
+		r = negative_errno();
+		log_warning("a blocking socket call cannot wait (timer: %s): it gets EAGAIN",
+			    strerror(-r));
+		r = -EAGAIN;
+	} else {
+		r = timer_settime(t, 0, &tick, NULL) < 0 ? -EAGAIN : blocked_run(b);
+		timer_delete(t);
+	}
+	if (r != -ESRCH)
+		blocked_reply(b, r);
+	outmsg_done(&b->m);
+	safe_close(b->sock);
+	pthread_mutex_lock(&s->lock);
+	s->netst->n_blocked--;
+	pthread_cond_broadcast(&s->netst->blocked_gone);
+	pthread_mutex_unlock(&s->lock);
+	free(b);
+	return NULL;
+}
+
+/*
+ * Hand the rest of a call to a waiter: a send of m from byte done on, or (connect) a
+ * connect to m's address. Takes what m owns; answers c (CALL_REPLIED). Called under
+ * ctx.lock (handle_net). Returns 0 or -errno, m then untouched.
+ */
+static int blocked_start(struct sup_call *c, int sock, const struct sockinfo *si, bool connect_op,
+			 struct outmsg *m, size_t done, int flags, uint64_t mmsg)
+{
+	struct sup_net *sn = state(c->s);
+	struct timeval tv = { 0 };
+	socklen_t l = sizeof(tv);
+	pthread_attr_t attr;
+	pthread_t th;
+	struct blocked *b;
+	int r;
+
+	if (!sn)
+		return -ENOMEM;
+	if (sn->n_blocked >= BLOCKED_MAX) {
+		if (!sn->warned_full)
+			log_warning("%d socket calls already wait for their peers: more get EAGAIN",
+				    BLOCKED_MAX);
+		sn->warned_full = true;
+		return -EAGAIN;
+	}
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	*b = (struct blocked){ .s = c->s, .id = c->req->id, .tid = c->tid, .connect = connect_op,
+			       .stream = si->type == SOCK_STREAM, .flags = flags, .mmsg = mmsg,
+			       .done = done, .m = *m };
+	b->sock = fcntl(sock, F_DUPFD_CLOEXEC, 3);
+	if (b->sock < 0) {
+		free(b);
+		return negative_errno();
+	}
+	if (getsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &tv, &l) == 0 && (tv.tv_sec || tv.tv_usec))
+		b->deadline_ns = mono_ns() + (uint64_t)tv.tv_sec * 1000000000u +
+				 (uint64_t)tv.tv_usec * 1000u;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	/* Created from a notifier thread, it inherits its mask: only SIGUSR2 unblocked. */
+	r = -pthread_create(&th, &attr, blocked_main, b);
+	pthread_attr_destroy(&attr);
+	if (r < 0) {
+		safe_close(b->sock);
+		free(b);
+		return r;
+	}
+	sn->n_blocked++;
+	*m = (struct outmsg){ .pathfd = -1 };
+	c->outcome = CALL_REPLIED;
+	snprintf(c->flags_text, sizeof(c->flags_text), "reply deferred: the call waits for its peer");
+	return 0;
+}
+
+/*
+ * Send m on sock (the program's socket, or our host-side one at its fd) for the program.
+ * The send is tried without waiting; when it would wait and the program asked to wait,
+ * the rest goes to a waiter if may_defer (*deferred, m is then its). Returns bytes sent
+ * or -errno.
+ */
+static int send_now(struct sup_call *c, int sock, const struct sockinfo *si, struct outmsg *m,
+		    int flags, uint64_t mmsg, bool may_defer, bool *deferred)
+{
+	struct iovec iov = { .iov_base = m->data, .iov_len = m->len };
+	struct msghdr out = {
+		.msg_name = m->alen ? &m->ss : NULL,
+		.msg_namelen = m->alen,
+		.msg_iov = &iov,
+		.msg_iovlen = 1,
+		.msg_control = m->ctl_len ? m->ctl : NULL,
+		.msg_controllen = m->ctl_len,
+	};
+	bool blocking = !si->nonblock && !(flags & MSG_DONTWAIT);
+	ssize_t n = sendmsg(sock, &out, flags | MSG_NOSIGNAL | MSG_DONTWAIT);
+	int r;
+
+	if (n < 0 && (!blocking || errno != EAGAIN))
+		return negative_errno();
+	if (n >= 0 && (!blocking || si->type != SOCK_STREAM || (size_t)n == m->len))
+		return (int)n;
+	/* It would wait (a stream socket may have taken part of the data already). */
+	if (!may_defer)
+		return n > 0 ? (int)n : -EAGAIN;
+	r = blocked_start(c, sock, si, false, m, n > 0 ? (size_t)n : 0, flags, mmsg);
+	if (r < 0)
+		return n > 0 ? (int)n : r;
+	*deferred = true;
+	return 0;
+}
+
+/* ---- sends ------------------------------------------------------------------------------ */
+
+/*
+ * The address of a send on an internet socket, as the kernel reads it. TCP ignores it
+ * unless MSG_FASTOPEN asks for a connect (which refuses AF_UNSPEC). UDP over IPv4 reads
+ * AF_UNSPEC as AF_INET, UDP over IPv6 as "no address" (the connected peer): AF_UNSPEC
+ * dissolves an association only in connect(), never on a send. m->alen becomes 0 when
+ * the address is ignored; a family no internet socket takes fails as in the kernel.
+ */
+static int inet_send_dest(const struct sockinfo *si, struct outmsg *m, int flags)
+{
+	bool stream = si->type == SOCK_STREAM;
+
+	if (stream && !(flags & MSG_FASTOPEN)) {
+		m->alen = 0;
+		return 0;
+	}
+	if (m->ss.ss_family == AF_UNSPEC) {
+		if (stream)
+			return -EOPNOTSUPP;
+		if (si->domain == AF_INET6) {
+			m->alen = 0;
+			return 0;
+		}
+		m->ss.ss_family = AF_INET;
+	}
+	if (is_inet(m->ss.ss_family))
+		return 0;
+	return si->domain == AF_INET6 && !stream ? -EINVAL : -EAFNOSUPPORT;
+}
+
+/*
+ * A datagram to an internet destination: denied (-errno, c filled), or, namespaced from
+ * a sandbox-side socket to an allowed destination, sent here from a host-side socket
+ * that is then installed at the program's fd so that answers reach it (*sent, bytes
+ * sent; *sockp follows). Otherwise 0: it goes out on *sockp as it is.
+ */
+static int inet_route(struct sup_call *c, int *sockp, const struct sockinfo *si,
+		      struct outmsg *m, int flags, bool *sent)
+{
+	bool in_sb = in_sandbox_netns(c->s, *sockp);
+	struct iovec iov = { .iov_base = m->data, .iov_len = m->len };
+	struct msghdr out = {
+		.msg_name = &m->ss,
+		.msg_namelen = m->alen,
+		.msg_iov = &iov,
+		.msg_iovlen = 1,
+		.msg_control = m->ctl_len ? m->ctl : NULL,
+		.msg_controllen = m->ctl_len,
+	};
+	_cleanup_close_ int h = -1;
+	ssize_t n;
+	int r;
+
+	switch (decide_inet(c, &m->ss, m->alen, si, in_sb)) {
 	case ROUTE_DENIED:
 		return -c->err;
 	case ROUTE_HOST:
-		if (in_sb) {
-			_cleanup_close_ int h = host_socket(*sockp, si);
-			int r;
-
-			if (h < 0)
-				return h;
-			n = sendmsg(h, out, flags | MSG_NOSIGNAL);
-			if (n < 0)
-				return negative_errno();
-			r = install(c->s, c->req->id, h, (int)ARG(c, 0),
-				    tracee_cloexec(c->tid, (int)ARG(c, 0)));
-			if (r < 0)
-				return r;
-			safe_close(*sockp);
-			*sockp = TAKE_FD(h);
-			return (int)n;
-		}
-		break;
+		if (in_sb)
+			break;
+		return 0;
 	case ROUTE_LOCAL:
 	default:
-		break;
+		return 0;
 	}
-	n = sendmsg(*sockp, out, flags | MSG_NOSIGNAL);
-	return n < 0 ? negative_errno() : (int)n;
+	h = host_socket(*sockp, si);
+	if (h < 0)
+		return h;
+	/* A fresh socket's send buffer is empty: this does not wait. */
+	n = sendmsg(h, &out, flags | MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (n < 0)
+		return negative_errno();
+	r = install(c->s, c->req->id, h, (int)ARG(c, 0), tracee_cloexec(c->tid, (int)ARG(c, 0)));
+	if (r < 0)
+		return r;
+	safe_close(*sockp);
+	*sockp = TAKE_FD(h);
+	*sent = true;
+	return (int)n;
+}
+
+/*
+ * Decide where m goes and send it. Returns bytes sent or -errno (a denial fills c).
+ * single: a plain sendmsg/sendto, where MSG_FASTOPEN may connect; may_defer: the call may
+ * wait in a waiter (mmsg: sendmmsg's entry). *replied: c is answered already.
+ */
+static int send_msg(struct sup_call *c, int *sockp, const struct sockinfo *si, struct outmsg *m,
+		    int flags, uint64_t mmsg, bool single, bool may_defer, bool *replied)
+{
+	int r;
+
+	/* first: every way out below sends this control data */
+	r = translate_rights(c, m);
+	if (r < 0)
+		return r;
+	if (m->alen && is_inet(si->domain)) {
+		bool sent = false;
+
+		r = inet_send_dest(si, m, flags);
+		if (r < 0 || !m->alen)
+			goto send;
+		if (si->type == SOCK_STREAM) {
+			/* MSG_FASTOPEN: a connect that carries data */
+			if (!single)
+				return -EOPNOTSUPP;
+			*replied = true;
+			inet_connect(c, sockp, si, &m->ss, m->alen, m->data, m->len,
+				     flags & ~MSG_FASTOPEN);
+			return 0;
+		}
+		r = inet_route(c, sockp, si, m, flags, &sent);
+		if (r < 0 || sent)
+			return r;
+	} else if (m->alen) {
+		r = decide_other(c, &m->ss, &m->alen, false, &m->pathfd);
+	} else {
+		r = 0;
+	}
+send:
+	if (r < 0)
+		return r;
+	return send_now(c, *sockp, si, m, flags, mmsg, may_defer, replied);
+}
+
+/* Copy the program's struct msghdr at msg_addr, and what it points to, into m. */
+static int read_msghdr(struct sup_call *c, uint64_t msg_addr, struct outmsg *m)
+{
+	struct msghdr mh;
+	int r;
+
+	r = mem_read(c->tid, msg_addr, &mh, sizeof(mh));
+	if (r < 0)
+		return r;
+	if (mh.msg_name && mh.msg_namelen) {
+		r = read_addr(c, (uint64_t)(uintptr_t)mh.msg_name, mh.msg_namelen, &m->ss, &m->alen);
+		if (r < 0)
+			return r;
+	}
+	r = read_iov(c, (uint64_t)(uintptr_t)mh.msg_iov, mh.msg_iovlen, SEND_MAX, &m->data, &m->len);
+	if (r < 0)
+		return r;
+	if (mh.msg_controllen > CTL_MAX)
+		return -ENOBUFS;
+	if (mh.msg_controllen) {
+		m->ctl = malloc(mh.msg_controllen);
+		if (!m->ctl)
+			return -ENOMEM;
+		m->ctl_len = mh.msg_controllen;
+		r = mem_read(c->tid, (uint64_t)(uintptr_t)mh.msg_control, m->ctl, m->ctl_len);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* One sendmsg on behalf of the tracee (see send_msg); *sockp is our copy of its socket. */
+static int emulate_sendmsg(struct sup_call *c, int *sockp, const struct sockinfo *si,
+			   uint64_t msg_addr, int flags, bool single, uint64_t mmsg,
+			   bool may_defer, bool *ret_replied)
+{
+	struct outmsg m = { .pathfd = -1 };
+	int r = read_msghdr(c, msg_addr, &m);
+
+	if (r >= 0 && !notify_id_valid(c->s->listener, c->req->id))
+		r = -ESRCH;
+	if (r >= 0)
+		r = send_msg(c, sockp, si, &m, flags, mmsg, single, may_defer, ret_replied);
+	outmsg_done(&m);
+	return r;
+}
+
+static void handle_sendto(struct sup_call *c)
+{
+	/* Only sendto with an address is notified (the filter checks args[4]). */
+	struct outmsg m = { .pathfd = -1 };
+	_cleanup_close_ int sock = -1;
+	struct sockinfo si;
+	bool replied = false;
+	int r;
+
+	m.len = MIN((size_t)ARG(c, 2), SEND_MAX);
+	r = read_addr(c, ARG(c, 4), ARG(c, 5), &m.ss, &m.alen);
+	if (r >= 0 && !(m.data = malloc(m.len ? m.len : 1)))
+		r = -ENOMEM;
+	if (r >= 0)
+		r = mem_read(c->tid, ARG(c, 1), m.data, m.len);
+	if (r >= 0 && !notify_id_valid(c->s->listener, c->req->id))
+		r = -ESRCH;
+	if (r >= 0)
+		r = take_socket(c, &sock, &si);
+	if (r >= 0)
+		r = send_msg(c, &sock, &si, &m, (int)ARG(c, 3), 0, true, true, &replied);
+	outmsg_done(&m);
+	if (!replied && !c->policy_denied)
+		reply(c, r);
+}
+
+/*
+ * A unix stream or seqpacket connect waits while the listener's backlog is full. Tried
+ * without waiting (O_NONBLOCK on the program's file description for the duration of the
+ * call, as for internet connects); a wait goes to a waiter (struct blocked).
+ */
+static void unix_connect(struct sup_call *c, int sock, const struct sockinfo *si,
+			 const struct sockaddr_storage *ss, socklen_t len, int *pathfd)
+{
+	struct outmsg m = { .ss = *ss, .alen = len, .pathfd = -1 };
+	int fl = fcntl(sock, F_GETFL), r, err;
+
+	if (fl >= 0)
+		(void)fcntl(sock, F_SETFL, fl | O_NONBLOCK);
+	r = connect(sock, (const struct sockaddr *)ss, len);
+	err = r < 0 ? errno : 0;
+	if (fl >= 0)
+		(void)fcntl(sock, F_SETFL, fl);
+	if (r == 0 || err != EAGAIN || fl < 0)
+		return reply(c, -err);
+	m.pathfd = TAKE_FD(*pathfd);
+	r = blocked_start(c, sock, si, true, &m, 0, 0, 0);
+	outmsg_done(&m);
+	if (r < 0)
+		reply(c, r);
 }
 
 static void handle_connect_bind(struct sup_call *c, bool binding)
@@ -754,186 +1401,50 @@ static void handle_connect_bind(struct sup_call *c, bool binding)
 	r = decide_other(c, &ss, &len, binding, &pathfd);
 	if (r < 0)
 		return c->policy_denied ? (void)0 : reply(c, r);
+	if (!binding && ss.ss_family == AF_UNIX && si.type != SOCK_DGRAM && !si.nonblock)
+		return unix_connect(c, sock, &si, &ss, len, &pathfd);
 	r = binding ? bind(sock, (struct sockaddr *)&ss, len) : connect(sock, (struct sockaddr *)&ss, len);
 	reply(c, r < 0 ? negative_errno() : 0);
 }
 
-/* Copy an iovec array and its data into one buffer (bounded). */
-static int read_iov(struct sup_call *c, uint64_t iov_addr, size_t iovcnt, char *data, size_t cap,
-		    size_t *ret_len)
-{
-	struct iovec iov[IOV_MAX_EMU];
-	size_t got = 0;
-	int r;
-
-	if (iovcnt > IOV_MAX_EMU)
-		return -EMSGSIZE;
-	r = mem_read(c->tid, iov_addr, iov, iovcnt * sizeof(struct iovec));
-	if (r < 0)
-		return r;
-	for (size_t i = 0; i < iovcnt && got < cap; i++) {
-		size_t n = MIN(iov[i].iov_len, cap - got);
-		r = mem_read(c->tid, (uint64_t)(uintptr_t)iov[i].iov_base, data + got, n);
-		if (r < 0)
-			return r;
-		got += n;
-	}
-	*ret_len = got;
-	return 0;
-}
-
-/* SCM_RIGHTS carries the tracee's fd numbers: swap each for our dup of that fd. */
-static int translate_rights(struct sup_call *c, char *ctl, size_t ctl_len, int *fds, size_t *n_fds)
-{
-	struct msghdr m = { .msg_control = ctl, .msg_controllen = ctl_len };
-
-	*n_fds = 0;
-	for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h)) {
-		if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
-			continue;
-		size_t k = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		int *p = (int *)CMSG_DATA(h);
-		for (size_t i = 0; i < k; i++) {
-			int fd = tracee_getfd(c, p[i]);
-			if (fd < 0)
-				return fd;
-			fds[(*n_fds)++] = fd;
-			p[i] = fd;
-		}
-	}
-	return 0;
-}
-
 /*
- * One sendmsg on behalf of the tracee; returns bytes sent or -errno. *sockp is our copy
- * of the program's socket (replaced when a host-side one is installed). A MSG_FASTOPEN
- * send is only possible when single (plain sendmsg): it sets *ret_replied and fills c.
+ * listen() on an internet socket without a local port binds one (ephemeral, on every
+ * address). In the host's network namespace (unnamespaced mode, or a host-side socket
+ * we installed) that opens a host port as bind() would, so it is decided as a bind of
+ * the socket's local address: port 0 when unbound, which only an allow-bind rule
+ * covering port 0 allows. Performed on our copy (the same socket).
  */
-static int emulate_sendmsg(struct sup_call *c, int *sockp, const struct sockinfo *si,
-			   uint64_t msg_addr, int flags, bool single, bool *ret_replied)
+static void handle_listen(struct sup_call *c)
 {
-	struct msghdr mh;
-	struct sockaddr_storage ss;
-	socklen_t alen = 0;
-	_cleanup_free_ char *data = NULL;
-	char ctl[1024];
-	int fds[64];
-	size_t len = 0, n_fds = 0;
-	_cleanup_close_ int pathfd = -1;
-	ssize_t n;
+	_cleanup_close_ int sock = -1;
+	struct sockaddr_storage ss = { 0 };
+	socklen_t len = sizeof(ss);
+	struct sockinfo si;
+	struct net_verdict v = { 0 };
 	int r;
 
-	r = mem_read(c->tid, msg_addr, &mh, sizeof(mh));
-	if (r < 0)
-		return r;
-	if (mh.msg_name && mh.msg_namelen) {
-		r = read_addr(c, (uint64_t)(uintptr_t)mh.msg_name, mh.msg_namelen, &ss, &alen);
-		if (r < 0)
-			return r;
-	}
-	data = malloc(SEND_MAX);
-	if (!data)
-		return -ENOMEM;
-	r = read_iov(c, (uint64_t)(uintptr_t)mh.msg_iov, mh.msg_iovlen, data, SEND_MAX, &len);
-	if (r < 0)
-		return r;
-	if (mh.msg_controllen > sizeof(ctl))
-		return -ENOBUFS;
-	if (mh.msg_controllen) {
-		r = mem_read(c->tid, (uint64_t)(uintptr_t)mh.msg_control, ctl, mh.msg_controllen);
-		if (r < 0)
-			return r;
-	}
-	if (!notify_id_valid(c->s->listener, c->req->id))
-		return -ESRCH;
-
-	struct iovec iov = { .iov_base = data, .iov_len = len };
-	struct msghdr out = {
-		.msg_name = alen ? &ss : NULL,
-		.msg_namelen = alen,
-		.msg_iov = &iov,
-		.msg_iovlen = 1,
-		.msg_control = mh.msg_controllen ? ctl : NULL,
-		.msg_controllen = mh.msg_controllen,
-	};
-
-	if (alen && is_inet(ss.ss_family) && is_inet(si->domain)) {
-		if (si->type == SOCK_STREAM && !(flags & MSG_FASTOPEN)) {
-			/* TCP ignores the address of a send unless asked to connect. */
-			out.msg_name = NULL;
-			out.msg_namelen = 0;
-		} else if (si->type == SOCK_STREAM) {
-			if (!single)
-				return -EOPNOTSUPP;
-			*ret_replied = true;
-			inet_connect(c, sockp, si, &ss, alen, data, len, flags & ~MSG_FASTOPEN);
-			return 0;
-		} else {
-			return inet_send(c, sockp, si, &out, flags);
-		}
-	} else if (alen) {
-		r = decide_other(c, &ss, &alen, false, &pathfd);
-		if (r < 0)
-			return r;
-		out.msg_namelen = alen;
-	}
-	r = translate_rights(c, ctl, mh.msg_controllen, fds, &n_fds);
-	if (r >= 0) {
-		n = sendmsg(*sockp, &out, flags | MSG_NOSIGNAL);
-		r = n < 0 ? negative_errno() : (int)n;
-	}
-	for (size_t i = 0; i < n_fds; i++)
-		close(fds[i]);
-	return r;
-}
-
-static void handle_sendto(struct sup_call *c)
-{
-	/* Only sendto with an address is notified (the filter checks args[4]). */
-	struct sockaddr_storage ss;
-	struct sockinfo si;
-	socklen_t alen;
-	_cleanup_free_ char *data = NULL;
-	_cleanup_close_ int sock = -1, pathfd = -1;
-	size_t len = MIN((size_t)ARG(c, 2), SEND_MAX);
-	int flags = (int)ARG(c, 3), r;
-	ssize_t n;
-
-	r = read_addr(c, ARG(c, 4), ARG(c, 5), &ss, &alen);
-	if (r < 0)
-		return reply(c, r);
-	data = malloc(len ? len : 1);
-	if (!data)
-		return reply(c, -ENOMEM);
-	r = mem_read(c->tid, ARG(c, 1), data, len);
-	if (r < 0)
-		return reply(c, r);
-	if (!notify_id_valid(c->s->listener, c->req->id))
-		return reply(c, -ESRCH);
 	r = take_socket(c, &sock, &si);
 	if (r < 0)
 		return reply(c, r);
-	if (is_inet(ss.ss_family) && is_inet(si.domain)) {
-		struct iovec iov = { .iov_base = data, .iov_len = len };
-		struct msghdr out = { .msg_name = &ss, .msg_namelen = alen, .msg_iov = &iov,
-				      .msg_iovlen = 1 };
-
-		if (si.type == SOCK_STREAM && (flags & MSG_FASTOPEN))
-			return inet_connect(c, &sock, &si, &ss, alen, data, len,
-					    flags & ~MSG_FASTOPEN);
-		if (si.type == SOCK_STREAM) {
-			/* TCP ignores the address of a send unless asked to connect. */
-			n = send(sock, data, len, flags | MSG_NOSIGNAL);
-			return reply(c, n < 0 ? negative_errno() : (int)n);
+	if (is_inet(si.domain) && !in_sandbox_netns(c->s, sock)) {
+		if (getsockname(sock, (struct sockaddr *)&ss, &len) < 0 || !is_inet(ss.ss_family)) {
+			memset(&ss, 0, sizeof(ss));
+			ss.ss_family = (sa_family_t)si.domain;
+			len = si.domain == AF_INET ? sizeof(struct sockaddr_in)
+						   : sizeof(struct sockaddr_in6);
 		}
-		r = inet_send(c, &sock, &si, &out, flags);
-		return c->policy_denied ? (void)0 : reply(c, r);
+		addr_text(&ss, len, c->addr, sizeof(c->addr));
+		r = c->s->net ? net_decide_bind(c->s->net, (const struct sockaddr *)&ss, len,
+						si.type, &v)
+			      : -EACCES;
+		if (r < 0 && inet_port(&ss) == 0)
+			return refuse(c, -r, "listen on an unbound socket binds a host port: "
+					     "needs allow-bind for port 0 (or *)");
+		if (r < 0)
+			return refuse(c, -r, v.rule[0] ? v.rule : "listen needs an allow-bind rule");
+		snprintf(c->verdict.rule, sizeof(c->verdict.rule), "%s", v.rule);
 	}
-	r = decide_other(c, &ss, &alen, false, &pathfd);
-	if (r < 0)
-		return c->policy_denied ? (void)0 : reply(c, r);
-	n = sendto(sock, data, len, flags | MSG_NOSIGNAL, (struct sockaddr *)&ss, alen);
-	reply(c, n < 0 ? negative_errno() : (int)n);
+	reply(c, listen(sock, (int)ARG(c, 1)) < 0 ? negative_errno() : 0);
 }
 
 void handle_net(struct sup_call *c)
@@ -948,18 +1459,22 @@ void handle_net(struct sup_call *c)
 		return handle_connect_bind(c, false);
 	case SC_bind:
 		return handle_connect_bind(c, true);
+	case SC_listen:
+		return handle_listen(c);
 	case SC_sendto:
 		return handle_sendto(c);
 	case SC_sendmsg:
 		r = take_socket(c, &sock, &si);
 		if (r < 0)
 			return reply(c, r);
-		r = emulate_sendmsg(c, &sock, &si, ARG(c, 1), (int)ARG(c, 2), true, &replied);
+		r = emulate_sendmsg(c, &sock, &si, ARG(c, 1), (int)ARG(c, 2), true, 0, true,
+				    &replied);
 		if (replied)
 			return;
 		return c->policy_denied ? (void)0 : reply(c, r);
 	case SC_sendmmsg: {
-		unsigned vlen = (unsigned)MIN(ARG(c, 2), 64);
+		/* the kernel reads vlen as an unsigned int and caps it at UIO_MAXIOV */
+		unsigned vlen = MIN((unsigned)ARG(c, 2), (unsigned)IOV_MAX_EMU);
 		unsigned done = 0;
 
 		r = take_socket(c, &sock, &si);
@@ -969,7 +1484,12 @@ void handle_net(struct sup_call *c)
 			uint64_t m = ARG(c, 1) + done * sizeof(struct mmsghdr);
 			unsigned sent;
 
-			r = emulate_sendmsg(c, &sock, &si, m, (int)ARG(c, 3), false, &replied);
+			/* Only the first message may wait: after it the count so far is the
+			 * answer, as when a later message fails. */
+			r = emulate_sendmsg(c, &sock, &si, m, (int)ARG(c, 3), false, m, done == 0,
+					    &replied);
+			if (replied)
+				return;
 			if (r < 0)
 				break;
 			sent = (unsigned)r;

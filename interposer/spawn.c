@@ -282,6 +282,17 @@ static int set_readonly(const char *path)
 	return RET_NERRNO(mount(NULL, path, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL));
 }
 
+/* No device node opens through a mapping of a parent of /dev, as the vfs decides
+ * (vfs__hides_devices()): the kernel's view says the same, for whatever the kernel
+ * resolves itself. */
+static int set_nodev(const char *path)
+{
+	struct mount_attr attr = { .attr_set = MOUNT_ATTR_NODEV };
+
+	return RET_NERRNO(syscall(SYS_mount_setattr, AT_FDCWD, path, AT_RECURSIVE, &attr,
+				  sizeof(attr)));
+}
+
 struct mount_ctx {
 	int err;
 	char failed[PATH_MAX + 32];
@@ -344,6 +355,20 @@ static int mount_one(const struct vfs_mount_info *m, void *ud)
 			goto fail;
 		if (!m->writable) {
 			r = set_readonly(dst);
+			if (r < 0)
+				goto fail;
+		}
+		if (strcmp(m->virt, "/") == 0) {
+			r = set_nodev(dst);
+			if (r < 0)
+				goto fail;
+		}
+		/* A mapping of "/" brought the host's /proc along and covered ours: the
+		 * sandbox's own goes on top again (the vfs maps /proc whatever covers it). */
+		if (strcmp(m->virt, "/") == 0 && stat("/newroot/proc", &st) == 0 &&
+		    S_ISDIR(st.st_mode)) {
+			r = RET_NERRNO(mount("proc", "/newroot/proc", "proc",
+					     MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL));
 			if (r < 0)
 				goto fail;
 		}

@@ -485,7 +485,8 @@ static void reap(struct run *R)
 	int st;
 	pid_t w;
 
-	while ((w = waitpid(-1, &st, WNOHANG)) > 0)
+	/* __WNOTHREAD: the stops of the exec tracer's tracees are its own (exectrace.c) */
+	while ((w = waitpid(-1, &st, WNOHANG | __WNOTHREAD)) > 0)
 		if (w == R->keeper) {
 			R->keeper_done = true;
 			R->keeper_status = st;
@@ -1208,6 +1209,7 @@ static int fail_early(struct run *R)
 /* The sandbox's keeper is started but the run cannot go on. */
 static int fail_started(struct run *R)
 {
+	exectrace_stop(&R->ctx);
 	kill(R->keeper, SIGKILL);
 	waitpid(R->keeper, NULL, 0);
 	return fail_early(R);
@@ -1435,7 +1437,9 @@ int sup_run(struct sup_opts *o)
 	prctl(PR_SET_DUMPABLE, 0);
 	sync_send(R->syncfd, SYNC_GO, 0, 0);
 	/* While the keeper builds the sandbox. */
-	r = notifier_start(R);
+	r = exectrace_start(&R->ctx);
+	if (r >= 0)
+		r = notifier_start(R);
 	if (r < 0) {
 		snprintf(R->setup_msg, sizeof(R->setup_msg),
 			 "cannot start the notifier thread: %s", strerror(-r));
@@ -1467,6 +1471,7 @@ int sup_run(struct sup_opts *o)
 		cg_kill(&R->cg);
 	kill_descendants(getpid());
 	notifier_stop(R);
+	exectrace_stop(&R->ctx);
 	if (!R->keeper_done && waitpid(R->keeper, &R->keeper_status, 0) == R->keeper)
 		R->keeper_done = true;
 	R->t_end = now_mono_ns();
@@ -1511,8 +1516,8 @@ int sup_run(struct sup_opts *o)
 	out_close(&R->audit_out);
 	if (R->have_cg)
 		cg_destroy(&R->cg);
+	sup_net_free(&R->ctx); /* first: its waiters answer on the listener */
 	safe_close(R->ctx.listener);
-	sup_net_free(&R->ctx);
 
 	return status;
 }

@@ -405,6 +405,16 @@ static bool entry_visible(const struct vfs *v, const char *dir, const struct vfs
 	return true;
 }
 
+/* dir/name is itself a mapping (the devices a broad bind keeps, see cover_proc_dev()). */
+static bool device_mapped(const struct vfs *v, const char *dir, const char *name)
+{
+	char p[PATH_MAX];
+
+	if ((size_t)snprintf(p, sizeof(p), "%s/%s", streq(dir, "/") ? "" : dir, name) >= sizeof(p))
+		return false;
+	return vfs__mount_exact(v, p) != NULL;
+}
+
 _public_ size_t vfs_filter_dirents(const struct vfs *v, const char *dir_vpath, void *buf,
                                    size_t len)
 {
@@ -426,6 +436,9 @@ _public_ size_t vfs_filter_dirents(const struct vfs *v, const char *dir_vpath, v
 		if (!entry_visible(v, dir_vpath, dm, implicit, d->d_name, d->d_ino, rename_to,
 		                   sizeof(rename_to)))
 			continue;
+		if ((d->d_type == DT_CHR || d->d_type == DT_BLK) && vfs__hides_devices(dm) &&
+		    !device_mapped(v, dir_vpath, d->d_name))
+			continue; /* as the walker would refuse it */
 		/* entries only ever move towards the start: memmove is enough */
 		if ((char *)d != o)
 			memmove(o, d, rl);
@@ -451,6 +464,8 @@ _public_ bool vfs_dir_needs_filter(const struct vfs *v, const char *dir_vpath)
 		return true;
 	if (dm->is_proc && streq(dm->virt, dir_vpath))
 		return true;
+	if (vfs__path_under(dir_vpath, "/dev") && vfs__hides_devices(dm))
+		return true; /* device nodes a parent mapping covers are not listed */
 	if (dm->own_only && streq(dm->virt, dir_vpath))
 		return true;
 	for (size_t i = 0; i < v->n_globs; i++) {

@@ -446,8 +446,9 @@ _public_ int vfs_readlink(const struct vfs *v, const struct vfs_caller *c, const
 	return ret_err(verdict, n < 0 ? negative_errno() : (int)n);
 }
 
-_public_ int vfs_check_exec(const struct vfs *v, const struct vfs_caller *c, const char *path,
-                            struct vfs_verdict *verdict)
+_public_ int vfs_check_exec_file(const struct vfs *v, const struct vfs_caller *c,
+                                 const char *path, struct vfs_verdict *verdict,
+                                 struct stat *ret_st)
 {
 	_cleanup_walk_ struct vfs__walk w = { .dirfd = -1, .fd = -1 };
 	char p[64];
@@ -462,7 +463,18 @@ _public_ int vfs_check_exec(const struct vfs *v, const struct vfs_caller *c, con
 	if (!S_ISREG(w.st.st_mode))
 		return ret_err(verdict, -EACCES);
 	proc_fd_path(p, sizeof(p), w.fd);
-	return ret_err(verdict, faccessat(AT_FDCWD, p, X_OK, AT_EACCESS) < 0 ? -EACCES : 0);
+	if (faccessat(AT_FDCWD, p, X_OK, AT_EACCESS) < 0)
+		return ret_err(verdict, -EACCES);
+	/* the very inode checked, for comparing with what the kernel then executes */
+	if (ret_st && fstat(w.fd, ret_st) < 0)
+		return ret_err(verdict, negative_errno());
+	return 0;
+}
+
+_public_ int vfs_check_exec(const struct vfs *v, const struct vfs_caller *c, const char *path,
+                            struct vfs_verdict *verdict)
+{
+	return vfs_check_exec_file(v, c, path, verdict, NULL);
 }
 
 _public_ int vfs_check_chdir(const struct vfs *v, const struct vfs_caller *c, const char *path,

@@ -38,6 +38,14 @@ _printf_(3, 4) static int fail(char *errbuf, size_t errlen, const char *fmt, ...
 
 /* --- paths and globs ---------------------------------------------------------------- */
 
+/* A mapping of a parent of /dev ("/") shows none of the host's device nodes: /dev holds
+ * only the devices the policy names (a mapping at or below /dev, or of a directory
+ * elsewhere that holds one). */
+bool vfs__hides_devices(const struct vfs__rule *m)
+{
+	return m && !streq(m->virt, "/dev") && vfs__path_under("/dev", m->virt);
+}
+
 bool vfs__path_under(const char *path, const char *dir)
 {
 	size_t n = strlen(dir);
@@ -1284,6 +1292,82 @@ static int write_file(const char *path, const char *data, size_t n)
 
 static int refresh_fixed(struct vfs *v);
 
+/* The live mapping with the longest virtual path at or above vpath, before finalize. */
+static ssize_t covering_rule(const struct vfs *v, const char *vpath)
+{
+	ssize_t best = -1;
+
+	for (size_t i = 0; i < v->n_rules; i++) {
+		const struct vfs__rule *a = &v->rules[i];
+
+		if (a->dead || a->kind > VFS__FILE || !vfs__path_under(vpath, a->virt))
+			continue;
+		if (best < 0 || strlen(a->virt) > strlen(v->rules[best].virt))
+			best = (ssize_t)i;
+	}
+	return best;
+}
+
+/* An implicit mapping that takes the place of the one at index cover in the precedence:
+ * hide and deny rules given after that mapping still apply to it. */
+static int add_cover(struct vfs *v, const char *word, const char *arg, size_t cover,
+                     char *errbuf, size_t errlen)
+{
+	unsigned seq = v->rules[cover].seq;
+	int r;
+
+	r = vfs_add_directive(v, word, arg, "implicit", errbuf, errlen);
+	if (r < 0)
+		return r;
+	v->rules[v->n_rules - 1].seq = seq;
+	return 0;
+}
+
+/*
+ * Whatever a mapping of a parent (a bind of "/") covers: /proc is always the sandbox's
+ * own procfs (only its pids; self is the caller, never the supervisor), and /dev shows only
+ * the device nodes the policy names. The walker refuses a device node reached through a
+ * mapping of a parent of /dev (vfs__hides_devices()); the harmless devices every program
+ * expects are mapped here by name, as the default profile does.
+ */
+static int cover_proc_dev(struct vfs *v, char *errbuf, size_t errlen)
+{
+	static const char *const devs[] = {
+		"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty",
+	};
+	ssize_t c = covering_rule(v, "/proc");
+	int r;
+
+	if (c >= 0 && !(v->rules[c].is_proc && streq(v->rules[c].virt, "/proc"))) {
+		if (streq(v->rules[c].virt, "/proc"))
+			v->rules[c].dead = true; /* something else mapped at /proc: not a procfs */
+		if ((r = add_cover(v, "ro-bind", "/proc", (size_t)c, errbuf, errlen)) < 0)
+			return r;
+	}
+	for (size_t i = 0; i < ELEMENTSOF(devs); i++) {
+		const struct vfs__rule *m;
+		char src[PATH_MAX];
+		struct stat st;
+
+		c = covering_rule(v, devs[i]);
+		/* not covered, named already, or something else mapped at that very path */
+		if (c < 0 || !vfs__hides_devices(&v->rules[c]) || streq(v->rules[c].virt, devs[i]))
+			continue;
+		/* only where the covering mapping has that device too (a bind of another
+		 * root file system may have none, and a read-only one takes no mountpoint) */
+		m = &v->rules[c];
+		if (m->kind != VFS__BIND ||
+		    (size_t)snprintf(src, sizeof(src), "%s%s", streq(m->host, "/") ? "" : m->host,
+		                     devs[i] + (streq(m->virt, "/") ? 0 : strlen(m->virt))) >=
+		            sizeof(src) ||
+		    lstat(src, &st) < 0 || !S_ISCHR(st.st_mode) || lstat(devs[i], &st) < 0)
+			continue;
+		if ((r = add_cover(v, "bind", devs[i], (size_t)c, errbuf, errlen)) < 0)
+			return r;
+	}
+	return 0;
+}
+
 /* The world-writable, sticky directories programs name literally (/tmp/x, glibc's
  * sem_open and shm_open): a tmpfs there is, unnamespaced, the host's directory showing
  * only what the run made in it. */
@@ -1364,6 +1448,8 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 				break;
 			}
 	}
+	if ((r = cover_proc_dev(v, errbuf, errlen)) < 0)
+		return r;
 
 	for (size_t i = 0; i < v->n_rules; i++) {
 		struct vfs__rule *a = &v->rules[i];

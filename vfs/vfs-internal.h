@@ -128,6 +128,7 @@ int vfs__implicit_fd(const struct vfs *v, const char *vpath);
 const struct vfs__rule *vfs__glob_latest(const struct vfs *v, const char *vpath);
 bool vfs__rescuable(const struct vfs *v, const struct vfs__rule *block, const char *vpath);
 bool vfs__path_under(const char *path, const char *dir);
+bool vfs__hides_devices(const struct vfs__rule *m);
 void vfs__verdict(struct vfs_verdict *verdict, int err, const char *rule, const char *vpath);
 
 /* dcache.c: see the safety argument at its top */

@@ -233,11 +233,15 @@ int vfs_truncate(const struct vfs *v, const struct vfs_caller *c, const char *pa
 int vfs_utimensat(const struct vfs *v, const struct vfs_caller *c, const char *path,
                   const struct timespec times[2], int flags, struct vfs_verdict *verdict);
 
-/* Checks only: the interposer continues exec (layer 1 enforces the same view) and chdir
+/* Checks only: the interposer continues exec (and checks at the exec stop that the file
+ * run is the one checked, or one the policy allows where the kernel found it) and chdir
  * (which grants nothing by itself: every later relative path is resolved from the
  * canonical cwd again). */
 int vfs_check_exec(const struct vfs *v, const struct vfs_caller *c, const char *path,
                    struct vfs_verdict *verdict);
+/* The same, and the checked file's stat (its st_dev/st_ino name the inode allowed). */
+int vfs_check_exec_file(const struct vfs *v, const struct vfs_caller *c, const char *path,
+                        struct vfs_verdict *verdict, struct stat *ret_st);
 int vfs_check_chdir(const struct vfs *v, const struct vfs_caller *c, const char *path,
                     struct vfs_verdict *verdict);
 

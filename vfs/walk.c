@@ -779,6 +779,11 @@ int vfs__walk_policy(const struct vfs *v, struct vfs__walk *w, unsigned want,
 		vfs__verdict(verdict, e, w->block->desc, w->vpath);
 		return e;
 	}
+	if (w->exists && (S_ISCHR(w->st.st_mode) || S_ISBLK(w->st.st_mode)) &&
+	    vfs__hides_devices(w->mount)) {
+		vfs__verdict(verdict, -ENOENT, "a device node the policy does not name", w->vpath);
+		return -ENOENT;
+	}
 	if (want & VFS_WANT_CREATE)
 		m = w->mount_root ? w->pmount : w->mount;
 	else

@@ -5,6 +5,12 @@
   servers.py udp  PORTFILE LOGFILE    UDP on 127.0.0.1:0; appends each datagram, answers "ack:"
   servers.py dns  PORTFILE LOGFILE [PORT]   UDP DNS on 127.0.0.1:PORT (default 0); logs each
                                       question name and answers 192.0.2.1 for every A query
+  servers.py unix PORTFILE LOGFILE PATH    unix stream at PATH (PORTFILE says "0"); per
+                                      connection appends "conn fds F bytes B" to LOGFILE once
+                                      the client shuts down its side: the fds passed with
+                                      SCM_RIGHTS and the bytes it sent; before it, for the
+                                      first message, "creds PID UID GID CMDLINE" as the
+                                      kernel gave them (SO_PASSCRED), CMDLINE that pid's
 PORTFILE is written (atomically) once the socket listens, with the port number.
 Every effect a test checks is observed here, from outside the sandbox.
 """
@@ -85,9 +91,49 @@ def dns(portfile, log, port=0):
         s.sendto(hdr + d[12:end] + ans, a)
 
 
+def unix(portfile, log, path):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(path)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+    s.listen(16)
+    open(log, "w").close()
+    ready(portfile, 0)
+    while True:
+        c, _ = s.accept()
+        fds = nbytes = 0
+        creds = None
+        while True:
+            d, anc, _, _ = c.recvmsg(65536, socket.CMSG_SPACE(4 * 253) + socket.CMSG_SPACE(12))
+            for level, typ, data in anc:
+                if level == socket.SOL_SOCKET and typ == socket.SCM_CREDENTIALS and not creds:
+                    pid, uid, gid = struct.unpack("iII", data[:12])
+                    try:
+                        with open("/proc/%d/cmdline" % pid, "rb") as f:
+                            cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+                    except OSError:
+                        cmd = "-"
+                    creds = "creds %d %d %d %s" % (pid, uid, gid, cmd)
+                    with open(log, "a") as f:
+                        f.write(creds + "\n")
+                elif level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
+                    got = struct.unpack("%di" % (len(data) // 4), data[:len(data) // 4 * 4])
+                    fds += len(got)
+                    for fd in got:
+                        os.fstat(fd)  # a real, open fd
+                        os.close(fd)
+            if not d:
+                break
+            nbytes += len(d)
+        with open(log, "a") as f:
+            f.write("conn fds %d bytes %d\n" % (fds, nbytes))
+        c.close()
+
+
 if __name__ == "__main__":
     kind = sys.argv[1]
-    if kind == "dns":
+    if kind == "unix":
+        unix(sys.argv[2], sys.argv[3], sys.argv[4])
+    elif kind == "dns":
         dns(sys.argv[2], sys.argv[3], int(sys.argv[4]) if len(sys.argv) > 4 else 0)
     else:
         {"tcp": tcp, "udp": udp}[kind](sys.argv[2], sys.argv[3])

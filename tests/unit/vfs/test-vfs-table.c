@@ -405,6 +405,41 @@ static void test_default_profile(void **state)
 }
 
 /* Namespaced: the same profile on a skeleton root; /bin is a symlink there too. */
+/* A bind of "/" covers /proc and /dev, yet /proc is procfs as the vfs serves it (only
+ * the caller's pid) and device nodes are only the harmless ones, mapped by name. */
+static void test_broad_bind(void **state)
+{
+	struct vfs *v;
+	struct vfs_caller c = { .pid = getpid(), .tgid = getpid(), .base = "/" };
+	struct vfs_verdict vd;
+	struct stat st;
+	char err[512], self[32];
+	int fd;
+
+	(void)state;
+	assert_int_equal(vfs_new(NULL, &v), 0);
+	assert_int_equal(vfs_add_directive(v, "ro-bind", "/", "test", err, sizeof(err)), 0);
+	assert_int_equal(vfs_add_directive(v, "hide", "/proc/keys", "test", err, sizeof(err)), 0);
+	assert_int_equal(vfs_finalize(v, VFS_MODE_UNNAMESPACED, err, sizeof(err)), 0);
+
+	snprintf(self, sizeof(self), "/proc/%d/status", (int)getpid());
+	assert_int_equal(vfs_stat(v, &c, self, 0, &st, NULL), 0);
+	assert_int_equal(vfs_stat(v, &c, "/proc/self/status", 0, &st, NULL), 0);
+	if (getpid() != 1)
+		assert_int_equal(vfs_stat(v, &c, "/proc/1/status", 0, &st, &vd), -ENOENT);
+	assert_int_equal(vfs_stat(v, &c, "/proc/keys", 0, &st, NULL), -ENOENT);
+
+	fd = vfs_open(v, &c, "/dev/null", O_WRONLY, 0, 0, NULL);
+	assert_true(fd >= 0);
+	close(fd);
+	if (lstat("/dev/ptmx", &st) == 0 && S_ISCHR(st.st_mode)) {
+		assert_int_equal(vfs_open(v, &c, "/dev/ptmx", O_RDWR, 0, 0, &vd), -ENOENT);
+		assert_non_null(strstr(vd.rule, "device node"));
+		assert_int_equal(vfs_stat(v, &c, "/dev/ptmx", 0, &st, NULL), -ENOENT);
+	}
+	vfs_free(v);
+}
+
 static void test_default_profile_namespaced(void **state)
 {
 	struct vfs *v;
@@ -887,6 +922,7 @@ int main(void)
 		cmocka_unit_test(test_default_secrets),
 		cmocka_unit_test_setup_teardown(test_default_profile, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_default_profile_namespaced, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_broad_bind, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_decide, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_entry_ops, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dirents, setup, teardown),
