@@ -41,6 +41,9 @@ struct audit_feature {
 	const char *detail;       /* "ABI 7", "fallback: ...", may be NULL */
 };
 
+/* Room for a run id: up to 64 characters of [A-Za-z0-9._:-], and the NUL. */
+#define AUDIT_RUN_ID_MAX 65
+
 struct audit_hdr {
 	const char *moat_version;
 	const char *run_id;
@@ -128,6 +131,7 @@ struct audit_change {
 	const char *old_path;
 	uint64_t size;
 	const uint8_t *sha256;          /* 32 bytes or NULL */
+	const char *hash_skipped;       /* why sha256 is NULL for an existing file: "size", ... */
 };
 
 struct audit_total {             /* one row of the footer's per-syscall x decision table */
@@ -152,6 +156,8 @@ struct audit_ftr {
 
 int audit_writer_open(const char *path, const struct audit_opts *opts,
                       struct audit_writer **ret);
+/* The same on an fd open for writing, which the writer takes (closed on failure too). */
+int audit_writer_open_fd(int fd, const struct audit_opts *opts, struct audit_writer **ret);
 int audit_hdr(struct audit_writer *w, const struct audit_hdr *h);
 int audit_sys(struct audit_writer *w, const struct audit_sys *s);
 int audit_proc(struct audit_writer *w, const struct audit_proc *p);
@@ -294,6 +300,9 @@ uint64_t audit_percentile(const uint64_t *sorted, size_t n, double pct);
  * Returns 0 when the stream is intact, 1 on any finding, negative errno if it cannot
  * read the file. */
 int audit_verify(const char *path, const uint8_t *pubkey, FILE *out);
+/* The same, and the header must name run_id (when not NULL): the run the caller expects,
+ * e.g. the run_id of its --report. */
+int audit_verify_run(const char *path, const uint8_t *pubkey, const char *run_id, FILE *out);
 
 /* Writes OUT (secret, 0600) and OUT.pub; refuses to overwrite. */
 int audit_keygen(const char *out);

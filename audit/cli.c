@@ -21,7 +21,7 @@
 static const char usage_text[] =
 	"usage: moat audit dump [--json | --tree | --format text|jsonl|ecs|tree] [--filter EXPR] FILE\n"
 	"       moat audit stats FILE\n"
-	"       moat audit verify [--key FILE.pub] FILE\n"
+	"       moat audit verify [--key FILE.pub] [--run-id ID] FILE\n"
 	"       moat audit keygen OUT\n"
 	"       moat audit replay --policy NEW FILE   (exit 1 when a decision would change)\n"
 	"       moat audit suggest FILE [-o OUT]      (the smallest policy for the run)\n"
@@ -916,13 +916,15 @@ nomem:
 
 static int cmd_verify(int argc, char **argv)
 {
-	const char *file = NULL, *key = NULL, *v;
+	const char *file = NULL, *key = NULL, *run_id = NULL, *v;
 	uint8_t pk[32];
 	int r;
 
 	for (int i = 1; i < argc; i++) {
 		if ((v = opt_value(argc, argv, &i, "--key")))
 			key = v;
+		else if ((v = opt_value(argc, argv, &i, "--run-id")))
+			run_id = v;
 		else if (argv[i][0] == '-' && argv[i][1])
 			return usage("verify: unknown option");
 		else if (file)
@@ -940,7 +942,7 @@ static int cmd_verify(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
-	r = audit_verify(file, key ? pk : NULL, stdout);
+	r = audit_verify_run(file, key ? pk : NULL, run_id, stdout);
 	fflush(stdout);
 	if (r < 0) {
 		fprintf(stderr, "moat audit: %s: %s\n", file, strerror(-r));

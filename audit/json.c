@@ -69,7 +69,7 @@ static const struct keymap km_ckpt[] = {
 
 static const struct keymap km_chg[] = {
 	{ "k", "kind" }, { "p", "path" }, { "op", "old_path" }, { "sz", "size" },
-	{ "sha", "sha256" }, {},
+	{ "sha", "sha256" }, { "hs", "hash_skipped" }, {},
 };
 
 static const struct keymap km_tot[] = {

@@ -709,6 +709,7 @@ int audit_decode_ftr(struct audit_reader *r, const struct audit_rec *rec, struct
 				.old_path = get_str(r, &a[i], "op"),
 				.size = get_u64(&a[i], "sz"),
 				.sha256 = dup_bin(r, &a[i], "sha", 32),
+				.hash_skipped = get_str(r, &a[i], "hs"),
 			};
 		ret->changes = c;
 		ret->n_changes = n;

@@ -22,7 +22,8 @@
  *
  * Both methods name modules from /proc/<pid>/maps, read the build-id from the ELF
  * note and symbols from .symtab/.dynsym of the mapped file (through
- * /proc/<pid>/map_files, so the tracee's mount namespace is respected).
+ * /proc/<pid>/map_files, so the tracee's mount namespace is respected), with bounded
+ * reads into private memory (see struct elf_mod).
  */
 #include <elf.h>
 #include <errno.h>
@@ -33,7 +34,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -149,183 +149,300 @@ struct elf_info {
 	uint64_t vaddr;         /* the address as a virtual address of the file */
 };
 
-static bool in_file(size_t size, uint64_t off, uint64_t len)
+/*
+ * Modules are read with bounded pread()s into private memory, never mapped: the sandbox
+ * can write some of the files it runs (a copy in the workspace), and a mapping of a file
+ * that is truncated afterwards raises SIGBUS in whoever touches it — the supervisor. What
+ * a lookup needs (the build-id, the PT_LOAD segments, the function symbols) is copied
+ * once; a file changed after that is seen as it was, which is all a stack trace of a
+ * call made at that time needs. Every size read from the file is bounded before use.
+ */
+#define MAX_PHDRS 256
+#define MAX_LOADS 32
+#define MAX_NOTE_BYTES (64u << 10)
+#define MAX_SHDRS 4096
+#define MAX_SYM_BYTES (32u << 20)       /* symbol and string tables, per module */
+
+struct elf_sym {
+	uint64_t value, size;
+	uint32_t name;          /* offset in names */
+};
+
+struct elf_mod {
+	dev_t dev;
+	ino_t ino;              /* 0: empty slot, or not cacheable */
+	uint64_t used;
+	char build_id[2 * 40 + 1];
+	struct { uint64_t off, filesz, vaddr; } load[MAX_LOADS];
+	size_t n_load;
+	struct elf_sym *syms;
+	size_t n_syms, cap_syms;
+	char *names;
+	size_t names_len, names_cap;
+};
+
+static void mod_free(struct elf_mod *m)
 {
-	return off <= size && len <= size - off;
+	free(m->syms);
+	free(m->names);
+	*m = (struct elf_mod){ 0 };
 }
 
-static void elf_symbol(const uint8_t *p, size_t size, const Elf64_Ehdr *eh, struct elf_info *ei)
+/* Exactly len bytes at off, or an error (a short read is one: the file shrank). */
+static int read_at(int fd, void *buf, size_t len, uint64_t off)
 {
-	const Elf64_Shdr *sh = (const Elf64_Shdr *)(p + eh->e_shoff);
-	uint64_t best = 0;
-	bool found = false;
+	size_t got = 0;
 
-	if (!eh->e_shoff || eh->e_shentsize != sizeof(Elf64_Shdr) ||
-	    !in_file(size, eh->e_shoff, (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr)))
+	if (off > (uint64_t)INT64_MAX - len)
+		return -EINVAL;
+	while (got < len) {
+		ssize_t n = pread(fd, (char *)buf + got, len - got, (off_t)(off + got));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		got += (size_t)n;
+	}
+	return 0;
+}
+
+static void *read_alloc(int fd, uint64_t off, uint64_t len)
+{
+	void *p;
+
+	if (len == 0 || len > MAX_SYM_BYTES)
+		return NULL;
+	p = malloc((size_t)len);
+	if (p && read_at(fd, p, (size_t)len, off) < 0) {
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+static void mod_notes(struct elf_mod *m, int fd, const Elf64_Phdr *ph)
+{
+	_cleanup_free_ uint8_t *p = NULL;
+	uint64_t off = 0, end = ph->p_filesz;
+
+	if (end == 0 || end > MAX_NOTE_BYTES || !(p = malloc((size_t)end)) ||
+	    read_at(fd, p, (size_t)end, ph->p_offset) < 0)
 		return;
-	/* .symtab when the file is not stripped, else .dynsym: try both, keep the closest. */
+	while (off + sizeof(Elf64_Nhdr) <= end) {
+		Elf64_Nhdr nh;
+		uint64_t name, desc;
+
+		memcpy(&nh, p + off, sizeof(nh));
+		name = off + sizeof(nh);
+		desc = name + (((uint64_t)nh.n_namesz + 3) & ~3ull);
+		if (desc > end || nh.n_descsz > end - desc)
+			break;
+		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+		    memcmp(p + name, "GNU", 4) == 0 && nh.n_descsz <= 40) {
+			audit__hex(m->build_id, p + desc, nh.n_descsz);
+			return;
+		}
+		off = desc + (((uint64_t)nh.n_descsz + 3) & ~3ull);
+	}
+}
+
+static int mod_add_sym(struct elf_mod *m, const Elf64_Sym *sym, const char *strs, size_t strs_len)
+{
+	size_t len = strnlen(strs + sym->st_name, strs_len - sym->st_name);
+
+	len = MIN(len, (size_t)255);
+	if (m->n_syms == m->cap_syms) {
+		size_t cap = m->cap_syms ? 2 * m->cap_syms : 256;
+		struct elf_sym *n = realloc(m->syms, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		m->syms = n;
+		m->cap_syms = cap;
+	}
+	if (m->names_cap - m->names_len < len + 1) {
+		size_t cap = MAX(2 * m->names_cap, m->names_len + len + 1 + 4096);
+		char *n = realloc(m->names, cap);
+
+		if (!n)
+			return -ENOMEM;
+		m->names = n;
+		m->names_cap = cap;
+	}
+	memcpy(m->names + m->names_len, strs + sym->st_name, len);
+	m->names[m->names_len + len] = '\0';
+	m->syms[m->n_syms++] = (struct elf_sym){ .value = sym->st_value, .size = sym->st_size,
+						 .name = (uint32_t)m->names_len };
+	m->names_len += len + 1;
+	return 0;
+}
+
+/* .symtab when the file is not stripped, else .dynsym: both, the lookup keeps the
+ * closest. Only defined functions are kept. */
+static void mod_symbols(struct elf_mod *m, int fd, const Elf64_Ehdr *eh)
+{
+	_cleanup_free_ Elf64_Shdr *sh = NULL;
+	uint64_t budget = MAX_SYM_BYTES;
+
+	if (!eh->e_shoff || eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shnum == 0 ||
+	    eh->e_shnum > MAX_SHDRS)
+		return;
+	sh = malloc(eh->e_shnum * sizeof(*sh));
+	if (!sh || read_at(fd, sh, eh->e_shnum * sizeof(*sh), eh->e_shoff) < 0)
+		return;
 	for (unsigned i = 0; i < eh->e_shnum; i++) {
-		const Elf64_Shdr *s = &sh[i], *strs;
-		const Elf64_Sym *sym;
+		_cleanup_free_ Elf64_Sym *sym = NULL;
+		_cleanup_free_ char *strs = NULL;
+		const Elf64_Shdr *s = &sh[i], *st;
 		size_t n;
 
 		if (s->sh_type != SHT_SYMTAB && s->sh_type != SHT_DYNSYM)
 			continue;
-		if (s->sh_link >= eh->e_shnum || !in_file(size, s->sh_offset, s->sh_size))
+		if (s->sh_link >= eh->e_shnum)
 			continue;
-		strs = &sh[s->sh_link];
-		if (!in_file(size, strs->sh_offset, strs->sh_size))
+		st = &sh[s->sh_link];
+		if (s->sh_size > budget || st->sh_size > budget - s->sh_size)
 			continue;
-		sym = (const Elf64_Sym *)(p + s->sh_offset);
-		n = s->sh_size / sizeof(Elf64_Sym);
+		budget -= s->sh_size + st->sh_size;
+		n = (size_t)(s->sh_size / sizeof(Elf64_Sym));
+		sym = read_alloc(fd, s->sh_offset, n * sizeof(Elf64_Sym));
+		strs = read_alloc(fd, st->sh_offset, st->sh_size);
+		if (!sym || !strs)
+			continue;
 		for (size_t j = 0; j < n; j++) {
-			if (ELF64_ST_TYPE(sym[j].st_info) != STT_FUNC || sym[j].st_shndx == SHN_UNDEF)
+			if (ELF64_ST_TYPE(sym[j].st_info) != STT_FUNC || sym[j].st_shndx == SHN_UNDEF ||
+			    sym[j].st_name >= st->sh_size)
 				continue;
-			if (sym[j].st_value > ei->vaddr || sym[j].st_name >= strs->sh_size)
-				continue;
-			if (sym[j].st_size && ei->vaddr >= sym[j].st_value + sym[j].st_size)
-				continue;
-			if (found && sym[j].st_value <= best)
-				continue;
-			best = sym[j].st_value;
-			found = true;
-			snprintf(ei->symbol, sizeof(ei->symbol), "%.*s",
-				 (int)strnlen((const char *)p + strs->sh_offset + sym[j].st_name,
-					      strs->sh_size - sym[j].st_name),
-				 (const char *)p + strs->sh_offset + sym[j].st_name);
+			if (mod_add_sym(m, &sym[j], strs, (size_t)st->sh_size) < 0)
+				return;
 		}
-	}
-	if (found) {
-		ei->have_sym = true;
-		ei->sym_off = ei->vaddr - best;
 	}
 }
 
+/* Read what lookups need from an open ELF file. */
+static int mod_read(struct elf_mod *m, int fd)
+{
+	_cleanup_free_ Elf64_Phdr *ph = NULL;
+	Elf64_Ehdr eh;
+
+	if (read_at(fd, &eh, sizeof(eh), 0) < 0 || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+	    eh.e_ident[EI_CLASS] != ELFCLASS64)
+		return -ENOEXEC;
+	if (eh.e_phentsize == sizeof(Elf64_Phdr) && eh.e_phnum > 0 && eh.e_phnum <= MAX_PHDRS) {
+		ph = malloc(eh.e_phnum * sizeof(*ph));
+		if (ph && read_at(fd, ph, eh.e_phnum * sizeof(*ph), eh.e_phoff) == 0) {
+			for (unsigned i = 0; i < eh.e_phnum; i++) {
+				if (ph[i].p_type == PT_LOAD && m->n_load < MAX_LOADS)
+					m->load[m->n_load++] = (typeof(m->load[0])){
+						ph[i].p_offset, ph[i].p_filesz, ph[i].p_vaddr };
+				else if (ph[i].p_type == PT_NOTE && !m->build_id[0])
+					mod_notes(m, fd, &ph[i]);
+			}
+		}
+	}
+	mod_symbols(m, fd, &eh);
+	return 0;
+}
+
 /*
- * Mapped ELF files, kept between captures: a capture looks up ~45 candidate frames in a
- * handful of modules, and opening and mapping the module again for each frame was most
- * of its 4-7 ms. Keyed by the device and inode /proc/<pid>/maps gives (and checked
- * against fstat when first mapped); a file replaced under the same name is another
- * inode, one rewritten in place is seen through the shared page cache. Bounded, least
+ * Modules read so far, kept between captures: a capture looks up ~45 candidate frames in
+ * a handful of modules, and reading the module again for each frame was most of its
+ * cost. Keyed by the device and inode /proc/<pid>/maps gives (and checked against fstat
+ * when first read); a file replaced under the same name is another inode. Bounded, least
  * recently used first out; one lock, held for a whole lookup (captures are rare and the
  * notifier threads may capture at once).
  */
 #define ELF_CACHE 16
-static struct elf_file {
-	dev_t dev;
-	ino_t ino;              /* 0: empty */
-	uint8_t *p;
-	size_t size;
-	uint64_t used;
-} elf_cache[ELF_CACHE];
+static struct elf_mod elf_cache[ELF_CACHE];
 static uint64_t elf_clock;
 static pthread_mutex_t elf_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* The module behind mp, mapped, into *ret: from the cache, or opened, mapped and cached.
- * A file that is not the one the maps line names (the fs reports other numbers, or it
- * was replaced meanwhile) is mapped for this lookup only: ret->ino is 0 and the caller
- * unmaps it. Called with elf_lock held; a cached mapping stays valid until the lock is
- * released. */
-static int elf_get(pid_t pid, const struct mapping *mp, struct elf_file *ret)
+/* The module behind mp, from the cache or read into it; into *tmp when the file is not
+ * the one the maps line names (the caller frees it). Called with elf_lock held. */
+static const struct elf_mod *elf_get(pid_t pid, const struct mapping *mp, struct elf_mod *tmp)
 {
-	struct elf_file *slot = &elf_cache[0];
+	struct elf_mod *slot = &elf_cache[0], m = { 0 };
 	_cleanup_close_ int fd = -1;
 	char path[4200];
 	struct stat st;
-	void *p;
 
 	for (size_t i = 0; i < ELF_CACHE; i++) {
-		struct elf_file *e = &elf_cache[i];
+		struct elf_mod *e = &elf_cache[i];
 
 		if (mp->ino && e->ino == mp->ino && e->dev == mp->dev) {
 			e->used = ++elf_clock;
-			*ret = *e;
-			return 0;
+			return e;
 		}
 		if (e->used < slot->used)
 			slot = e;
 	}
+	/* O_NONBLOCK: a FIFO put at the path in place of the module must not block us. */
 	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, mp->start,
 		 mp->end);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0) {
 		snprintf(path, sizeof(path), "/proc/%d/root%s", pid, mp->path);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
+		fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	}
-	if (fd < 0 || fstat(fd, &st) < 0 || (size_t)st.st_size < sizeof(Elf64_Ehdr))
-		return -ENOENT;
-	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	if (p == MAP_FAILED)
-		return -errno;
-	*ret = (struct elf_file){ .p = p, .size = (size_t)st.st_size };
-	if (!mp->ino || st.st_ino != mp->ino || st.st_dev != mp->dev)
-		return 0; /* not cacheable under the maps line's numbers */
-	if (slot->ino)
-		munmap(slot->p, slot->size);
-	*slot = (struct elf_file){ .dev = st.st_dev, .ino = st.st_ino, .p = p,
-				   .size = (size_t)st.st_size, .used = ++elf_clock };
-	*ret = *slot;
-	return 0;
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || mod_read(&m, fd) < 0) {
+		mod_free(&m);
+		return NULL;
+	}
+	if (!mp->ino || st.st_ino != mp->ino || st.st_dev != mp->dev) {
+		*tmp = m; /* not cacheable under the maps line's numbers */
+		return tmp;
+	}
+	mod_free(slot);
+	*slot = m;
+	slot->dev = st.st_dev;
+	slot->ino = st.st_ino;
+	slot->used = ++elf_clock;
+	return slot;
 }
 
 static int elf_lookup(pid_t pid, const struct mapping *mp, uint64_t addr, bool want_sym,
 		      struct elf_info *ei)
 {
-	struct elf_file ef;
-	const Elf64_Ehdr *eh;
-	const Elf64_Phdr *ph;
-	const uint8_t *p;
-	size_t size;
-	int r;
+	struct elf_mod tmp = { 0 };
+	const struct elf_mod *m;
+	uint64_t best = 0;
+	bool found = false;
 
 	memset(ei, 0, sizeof(*ei));
 	ei->vaddr = addr - mp->start + mp->off;
 	pthread_mutex_lock(&elf_lock);
-	r = elf_get(pid, mp, &ef);
-	if (r < 0) {
+	m = elf_get(pid, mp, &tmp);
+	if (!m) {
 		pthread_mutex_unlock(&elf_lock);
-		return r;
+		return -ENOENT;
 	}
-	p = ef.p;
-	size = ef.size;
-	eh = (const Elf64_Ehdr *)p;
-	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
-	    eh->e_phentsize != sizeof(Elf64_Phdr) ||
-	    !in_file(size, eh->e_phoff, (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr)))
-		goto out;
-	ph = (const Elf64_Phdr *)(p + eh->e_phoff);
-	for (unsigned i = 0; i < eh->e_phnum; i++) {
+	for (size_t i = 0; i < m->n_load; i++) {
 		/* File offset -> virtual address through the segment that maps it. */
-		if (ph[i].p_type == PT_LOAD && ei->vaddr >= ph[i].p_offset &&
-		    ei->vaddr < ph[i].p_offset + ph[i].p_filesz) {
-			ei->vaddr = ei->vaddr - ph[i].p_offset + ph[i].p_vaddr;
+		if (ei->vaddr >= m->load[i].off && ei->vaddr - m->load[i].off < m->load[i].filesz) {
+			ei->vaddr = ei->vaddr - m->load[i].off + m->load[i].vaddr;
 			break;
 		}
 	}
-	for (unsigned i = 0; i < eh->e_phnum && !ei->build_id[0]; i++) {
-		uint64_t off = ph[i].p_offset, end = ph[i].p_offset + ph[i].p_filesz;
+	memcpy(ei->build_id, m->build_id, sizeof(ei->build_id));
+	for (size_t j = 0; want_sym && j < m->n_syms; j++) {
+		const struct elf_sym *s = &m->syms[j];
 
-		if (ph[i].p_type != PT_NOTE || !in_file(size, off, ph[i].p_filesz))
+		if (s->value > ei->vaddr)
 			continue;
-		while (off + sizeof(Elf64_Nhdr) <= end) {
-			const Elf64_Nhdr *nh = (const Elf64_Nhdr *)(p + off);
-			uint64_t name = off + sizeof(*nh), desc = name + ((nh->n_namesz + 3) & ~3u);
-
-			if (desc + nh->n_descsz > end)
-				break;
-			if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
-			    memcmp(p + name, "GNU", 4) == 0 && nh->n_descsz <= 40) {
-				audit__hex(ei->build_id, p + desc, nh->n_descsz);
-				break;
-			}
-			off = desc + ((nh->n_descsz + 3) & ~3u);
-		}
+		if (s->size && ei->vaddr - s->value >= s->size)
+			continue;
+		if (found && s->value <= best)
+			continue;
+		best = s->value;
+		found = true;
+		snprintf(ei->symbol, sizeof(ei->symbol), "%s", m->names + s->name);
 	}
-	if (want_sym)
-		elf_symbol(p, size, eh, ei);
-out:
-	if (!ef.ino)
-		munmap(ef.p, ef.size);
+	if (found) {
+		ei->have_sym = true;
+		ei->sym_off = ei->vaddr - best;
+	}
+	mod_free(&tmp);
 	pthread_mutex_unlock(&elf_lock);
 	return 0;
 }

@@ -37,7 +37,22 @@ _printf_(2, 3) static void finding(struct vstate *v, const char *fmt, ...)
 	fputc('\n', v->out);
 }
 
+/* Whether the header names run_id: a msgpack str compared as bytes, never as a C string
+ * (a NUL inside the stream's value must not make a prefix match). */
+static bool hdr_run_is(const msgpack_object *hdr, const char *run_id)
+{
+	const msgpack_object *o = audit__get(hdr, "run");
+
+	return o && o->type == MSGPACK_OBJECT_STR && o->via.str.size == strlen(run_id) &&
+	       memcmp(o->via.str.ptr, run_id, o->via.str.size) == 0;
+}
+
 int audit_verify(const char *path, const uint8_t *pubkey, FILE *out)
+{
+	return audit_verify_run(path, pubkey, NULL, out);
+}
+
+int audit_verify_run(const char *path, const uint8_t *pubkey, const char *run_id, FILE *out)
 {
 	struct vstate v = { .out = out };
 	struct audit_reader *r = NULL;
@@ -153,6 +168,12 @@ int audit_verify(const char *path, const uint8_t *pubkey, FILE *out)
 				finding(&v, "frame %" PRIu64 " at byte %" PRIu64
 					    ": header is not the first record",
 					rec.frame, rec.frame_offset);
+			/* The header is the chain's first record, so the signature covers the
+			 * run id too: an older stream, however intact, is not this run's. */
+			if (run_id && !saw_hdr && !hdr_run_is(rec.obj, run_id))
+				finding(&v, "frame %" PRIu64 " at byte %" PRIu64
+					    ": the stream is of another run (expected run id %s)",
+					rec.frame, rec.frame_offset, run_id);
 			saw_hdr = true;
 			audit__get_u64(rec.obj, "v", &ver);
 			if (ver != AUDIT_SCHEMA_VERSION)

@@ -283,6 +283,7 @@ static void encode_ftr(msgpack_packer *pk, const struct audit_writer *w, uint64_
 		audit__kv_str(pk, &cm, "op", c->old_path);
 		audit__kv_u64(pk, &cm, "sz", c->size);
 		audit__kv_bin(pk, &cm, "sha", c->sha256, 32);
+		audit__kv_str(pk, &cm, "hs", c->hash_skipped);
 		audit__map_end(pk, &cm);
 	}
 
@@ -393,7 +394,9 @@ static int append_commit(struct audit_writer *w, struct audit__enc *e, enum rec_
 	 * frame deadline, which keeps futex wakes off most notifications. */
 	signal = start == 0 || (start < w->frame_bytes && w->active_len >= w->frame_bytes) ||
 		 (start < w->cap / 2 && w->active_len >= w->cap / 2);
-	if (kind == KIND_SYS && d == AUDIT_DENIED) {
+	/* The header too: written before the sandbox starts, it is on disk before the
+	 * sandbox can do anything (or the supervisor die of it). */
+	if (kind == KIND_HDR || (kind == KIND_SYS && d == AUDIT_DENIED)) {
 		w->urgent = true;
 		signal = true;
 	}
@@ -666,18 +669,37 @@ static void writer_free(struct audit_writer *w)
 
 int audit_writer_open(const char *path, const struct audit_opts *opts, struct audit_writer **ret)
 {
+	int fd;
+
+	if (!path || !ret)
+		return -EINVAL;
+	/* Never through a link: whoever could plant one would choose what we truncate. */
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0640);
+	if (fd < 0)
+		return -errno;
+	return audit_writer_open_fd(fd, opts, ret);
+}
+
+int audit_writer_open_fd(int fd, const struct audit_opts *opts, struct audit_writer **ret)
+{
 	struct audit_writer *w;
 	pthread_condattr_t ca;
 	int r;
 
-	if (!path || !ret)
+	if (fd < 0 || !ret) {
+		safe_close(fd);
 		return -EINVAL;
-	if (sodium_init() < 0)
+	}
+	if (sodium_init() < 0) {
+		safe_close(fd);
 		return -EIO;
+	}
 	w = calloc(1, sizeof(*w));
-	if (!w)
+	if (!w) {
+		safe_close(fd);
 		return -ENOMEM;
-	w->fd = -1;
+	}
+	w->fd = fd;
 	pthread_mutex_init(&w->lock, NULL);
 	/* The frame deadline is a monotonic time; wall-clock jumps must not stretch it. */
 	pthread_condattr_init(&ca);
@@ -716,11 +738,6 @@ int audit_writer_open(const char *path, const struct audit_opts *opts, struct au
 		goto fail;
 	}
 
-	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
-	if (w->fd < 0) {
-		r = -errno;
-		goto fail;
-	}
 	r = -pthread_create(&w->thread, NULL, writer_main, w);
 	if (r < 0)
 		goto fail;

@@ -61,7 +61,8 @@ static const char run_usage[] =
 	"  --start-fd N           build the sandbox, then read the command from fd N as JSON\n"
 	"                         {\"argv\": [...], \"timeout\": SECS} (a warm start; no -- COMMAND)\n"
 	"  --audit FILE           decision stream (.moat); --audit-key FILE signs it\n"
-	"  --audit-stacks denied|all   --session ID   --tenant ID\n"
+	"  --audit-stacks denied|all   --session ID   --tenant ID   --run-id ID\n"
+	"  --output-in-workspace  allow --report/--audit where the sandbox can write\n"
 	"\n"
 	"Exit status: the command's; 128+N if killed by signal N; 124 timeout; 125 moat\n"
 	"failed; 126 not executable or exec denied; 127 not found.\n";
@@ -129,7 +130,8 @@ enum {
 	OPT_MODE = 1000, OPT_TTY, OPT_STDIN, OPT_STRICT, OPT_TIMEOUT, OPT_MEMORY, OPT_PIDS,
 	OPT_CPU, OPT_NOFILE, OPT_FSIZE, OPT_DISK, OPT_SETENV, OPT_KEEPENV, OPT_REPORT, OPT_AUDIT,
 	OPT_AUDIT_KEY, OPT_AUDIT_STACKS, OPT_SESSION, OPT_TENANT, OPT_POLICY, OPT_PROFILE,
-	OPT_DIRECTIVE, OPT_JSON, OPT_EVENTS, OPT_START_FD, OPT_NO_STDIN,
+	OPT_DIRECTIVE, OPT_JSON, OPT_EVENTS, OPT_START_FD, OPT_NO_STDIN, OPT_OUTPUT_IN_WS,
+	OPT_RUN_ID,
 };
 
 static const struct option run_options[] = {
@@ -157,6 +159,8 @@ static const struct option run_options[] = {
 	{ "audit-stacks", required_argument, NULL, OPT_AUDIT_STACKS },
 	{ "session", required_argument, NULL, OPT_SESSION },
 	{ "tenant", required_argument, NULL, OPT_TENANT },
+	{ "run-id", required_argument, NULL, OPT_RUN_ID },
+	{ "output-in-workspace", no_argument, NULL, OPT_OUTPUT_IN_WS },
 	{ "policy", required_argument, NULL, OPT_POLICY },
 	{ "profile", required_argument, NULL, OPT_PROFILE },
 	{ "json", no_argument, NULL, OPT_JSON },
@@ -179,6 +183,7 @@ struct cli {
 	struct policy policy;
 	struct proc_map pm;
 	bool json;
+	char policy_err[1024];        /* the first --policy FILE that failed to load */
 	bool stdin_given;      /* --stdin, --no-stdin or --tty decided it */
 };
 
@@ -306,14 +311,26 @@ static int parse_run_options(struct cli *c, int argc, char **argv, const char *u
 		case OPT_TENANT:
 			o->tenant = optarg;
 			break;
+		case OPT_RUN_ID:
+			/* It goes into file names and log lines of whoever checks it: keep it plain. */
+			if (!optarg[0] || strlen(optarg) >= AUDIT_RUN_ID_MAX ||
+			    optarg[strspn(optarg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+					  "0123456789._:-")])
+				usage_fail(usage, "--run-id takes 1 to 64 of A-Z a-z 0-9 . _ : -, not '%s'",
+					   optarg);
+			o->run_id = optarg;
+			break;
+		case OPT_OUTPUT_IN_WS:
+			o->output_in_workspace = true;
+			break;
 		case OPT_JSON:
 			c->json = true;
 			break;
 		case OPT_POLICY:
-			if (policy_load_file(&c->policy, optarg, errbuf, sizeof(errbuf)) < 0) {
-				log_error("%s", errbuf);
-				exit(MOAT_EXIT_FAILURE);
-			}
+			/* Reported once every option is known: --report may come later. */
+			if (policy_load_file(&c->policy, optarg, errbuf, sizeof(errbuf)) < 0 &&
+			    !c->policy_err[0])
+				snprintf(c->policy_err, sizeof(c->policy_err), "%s", errbuf);
 			break;
 		case OPT_PROFILE:
 			if (policy_add(&c->policy, "profile", optarg, "--profile") < 0)
@@ -347,15 +364,24 @@ static int parse_run_options(struct cli *c, int argc, char **argv, const char *u
 	return optind;
 }
 
-static void build_policy(struct cli *c)
+/* moat run with --report: a policy that cannot be used still gets its report (exit 125). */
+_noreturn_ static void policy_fail(struct cli *c, bool run, const char *msg)
+{
+	log_error("%s", msg);
+	if (run)
+		sup_report_failure(&c->o, msg);
+	exit(MOAT_EXIT_FAILURE);
+}
+
+static void build_policy(struct cli *c, bool run)
 {
 	char errbuf[1024];
 
+	if (c->policy_err[0])
+		policy_fail(c, run, c->policy_err);
 	if (policy_apply(&c->policy, proc_map_init(&c->pm), &c->o.vfs, &c->o.net, errbuf,
-			 sizeof(errbuf)) < 0) {
-		log_error("%s", errbuf);
-		exit(MOAT_EXIT_FAILURE);
-	}
+			 sizeof(errbuf)) < 0)
+		policy_fail(c, run, errbuf);
 	c->o.pm = &c->pm;
 	if (policy_canonical(c->o.vfs, c->o.net, &c->o.policy_json, c->o.policy_hash) < 0) {
 		log_error("out of memory");
@@ -386,7 +412,7 @@ static int cmd_run(int argc, char **argv)
 	}
 	if (c.o.verbose)
 		moat_log_level = LOG_LEVEL_INFO;
-	build_policy(&c);
+	build_policy(&c, true);
 	status = sup_run(&c.o);
 	vfs_free(c.o.vfs);
 	net_free(c.o.net);
@@ -537,7 +563,7 @@ static int cmd_policy(int argc, char **argv)
 			log_error("%s", errbuf);
 			return MOAT_EXIT_FAILURE;
 		}
-		build_policy(&c);
+		build_policy(&c, false);
 		/* Both modes must accept it, or say which one cannot. */
 		if (vfs_finalize(c.o.vfs, VFS_MODE_NAMESPACED, errbuf, sizeof(errbuf)) < 0) {
 			log_error("%s: %s", argv[2], errbuf);
@@ -551,7 +577,7 @@ static int cmd_policy(int argc, char **argv)
 		json_t *j;
 
 		parse_run_options(&c, argc - 1, argv + 1, usage);
-		build_policy(&c);
+		build_policy(&c, false);
 		if (c.json) {
 			printf("{\"sha256\":\"%s\",\"policy\":%s}\n", c.o.policy_hash, c.o.policy_json);
 			return 0;

@@ -52,6 +52,7 @@
 #include "macros.h"
 #include "missing-seccomp.h"
 #include "moat-config.h"
+#include "output.h"
 #include "proc-ops.h"
 #include "proctrack.h"
 #include "sandbox-net.h"
@@ -237,6 +238,10 @@ struct run {
 	uint64_t t_start, t_end;
 	char *not_enforced[8];
 	size_t n_not_enforced;
+	char run_id[AUDIT_RUN_ID_MAX];  /* --run-id, or random: in the report and the header */
+	struct out_file report_out, audit_out; /* opened before the sandbox exists */
+	char setup_msg[PATH_MAX + 1024]; /* why moat failed before the sandbox ran */
+	const char *teardown_signal;    /* a signal cut the teardown's hashing short */
 	/* --start-fd: the request read so far, and whether the command was given */
 	char *start_buf;
 	size_t start_len;
@@ -246,6 +251,8 @@ struct run {
 static void stop(struct run *R, enum sup_reason reason, int sig);
 static uint64_t wall_ns(void);
 static void audit_header(struct run *R);
+static void start_proctrack(struct run *R);
+static bool kernel_at_least(const char *release, int major, int minor);
 
 /* ---- the notifier thread ---- */
 
@@ -398,7 +405,6 @@ static void take_listener(struct run *R, pid_t from, int remote_fd)
 	R->ctx.cmd_host_pid = from;
 	/* Linux 6.6: wake the tracee on the CPU that answered it; absent is only slower. */
 	R->sync_wake_up = notify_set_sync_wake_up(fd) >= 0;
-	audit_header(R);
 	for (unsigned i = 0; i < R->n_notifiers; i++)
 		sem_post(&R->listener_ready);
 }
@@ -644,6 +650,7 @@ static void on_start(struct run *R)
 	R->started = true;
 	R->t_start = now_mono_ns();
 	R->start_wall_ns = wall_ns();
+	audit_header(R);
 	start_timeout(R);
 	if (spawn_send_argv(R->syncfd, argv) < 0)
 		goto bad;
@@ -769,7 +776,9 @@ static json_t *changes_to_json(const struct run *R)
 		if (ch->exists) {
 			json_object_set_new(o, "size", json_integer((json_int_t)ch->size));
 			sodium_bin2hex(hex, sizeof(hex), ch->sha256, 32);
-			json_object_set_new(o, "sha256", json_string(hex));
+			json_object_set_new(o, "sha256", ch->hash_skipped ? json_null() : json_string(hex));
+			if (ch->hash_skipped)
+				json_object_set_new(o, "hash_skipped", json_string(ch->hash_skipped));
 		}
 		json_array_append_new(arr, o);
 	}
@@ -782,9 +791,13 @@ static void write_report(struct run *R, int status)
 	json_t *den = json_object(), *by = json_object(), *ne = json_array();
 	const struct cgroup_stats cs = R->cgs;
 	const struct rusage ru = R->ru;
-	FILE *out;
+	uint64_t cpu_us = (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000u +
+			  (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+	char *text;
+	int r;
 
 	json_object_set_new(j, "moat_version", json_string(MOAT_VERSION));
+	json_object_set_new(j, "run_id", json_string(R->run_id));
 	json_object_set_new(j, "exit_status", json_integer(status));
 	json_object_set_new(j, "reason", json_string(sup_reason_name(R->reason)));
 	if (R->stop_signal)
@@ -794,10 +807,13 @@ static void write_report(struct run *R, int status)
 		snprintf(why, sizeof(why), "%s: %s", spawn_stage_name(R->setup_stage),
 			 strerror(R->setup_errno));
 		json_object_set_new(j, "setup_error", json_string(why));
+	} else if (R->setup_msg[0]) {
+		json_object_set_new(j, "setup_error", json_string(R->setup_msg));
 	}
-	json_object_set_new(j, "wall_ms", json_real((double)(R->t_end - R->t_start) / 1e6));
-	json_object_set_new(j, "cpu_ms", json_real(ru.ru_utime.tv_sec * 1e3 + ru.ru_utime.tv_usec / 1e3 +
-						   ru.ru_stime.tv_sec * 1e3 + ru.ru_stime.tv_usec / 1e3));
+	/* Whole microseconds, printed with 15 significant digits (below): a double holds
+	 * them exactly, so 36.821 prints as 36.821, not 36.820999999999998. */
+	json_object_set_new(j, "wall_ms", json_real((double)((R->t_end - R->t_start + 500) / 1000) / 1e3));
+	json_object_set_new(j, "cpu_ms", json_real((double)cpu_us / 1e3));
 	json_object_set_new(j, "peak_memory", json_integer(cs.peak_memory ? (json_int_t)cs.peak_memory
 									  : (json_int_t)ru.ru_maxrss * 1024));
 	json_object_set_new(j, "mode", json_string(R->ctx.namespaced ? "namespaced" : "unnamespaced"));
@@ -844,13 +860,21 @@ static void write_report(struct run *R, int status)
 	if (R->o->policy_json)
 		json_object_set_new(j, "policy_sha256", json_string(R->o->policy_hash));
 
-	out = fopen(R->o->report_path, "we");
-	if (!out || json_dumpf(j, out, JSON_INDENT(2) | JSON_SORT_KEYS) < 0)
-		log_error("cannot write the report %s: %s", R->o->report_path, strerror(errno));
-	if (out) {
-		fputc('\n', out);
-		fclose(out);
+	if (R->teardown_signal)
+		json_object_set_new(j, "teardown_interrupted", json_string(R->teardown_signal));
+
+	text = json_dumps(j, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(15));
+	r = -ENOMEM;
+	if (text) {
+		char *line = NULL;
+		int len = asprintf(&line, "%s\n", text);
+
+		r = len < 0 ? -ENOMEM : out_commit(&R->report_out, line, (size_t)len);
+		free(line);
 	}
+	if (r < 0)
+		log_error("cannot write the report %s: %s", R->o->report_path, strerror(-r));
+	free(text);
 	json_decref(j);
 }
 
@@ -898,7 +922,9 @@ static uint64_t wall_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Open the stream before the sandbox can do anything worth recording. */
+/* Open the stream and write its header before the sandbox exists: whatever happens to
+ * the run (or to moat) later, the stream says which run it is. The file was created by
+ * out_create(); the writer gets its own fd of it. */
 static int audit_start(struct run *R)
 {
 	struct sup_opts *o = R->o;
@@ -908,23 +934,34 @@ static int audit_start(struct run *R)
 		.key_path = o->audit_key,
 		.stacks_all = o->audit_stacks_all,
 	};
-	int r;
+	int r, fd;
 
-	r = audit_writer_open(o->audit_path, &ao, &R->ctx.audit);
-	if (r < 0)
-		return log_error_errno(r, "cannot open the audit stream %s: %s", o->audit_path,
-				       strerror(-r));
+	fd = fcntl(R->audit_out.fd, F_DUPFD_CLOEXEC, 3);
+	r = fd < 0 ? -errno : audit_writer_open_fd(fd, &ao, &R->ctx.audit);
+	if (r < 0) {
+		snprintf(R->setup_msg, sizeof(R->setup_msg), "cannot open the audit stream %s: %s",
+			 o->audit_path, r == -EBADMSG ? "--audit-key is not a moat secret key"
+						      : strerror(-r));
+		log_error("%s", R->setup_msg);
+		return r;
+	}
+	/* With --start-fd the command is not known yet: its header is written when it
+	 * arrives, before it runs (on_start()). */
+	if (o->start_fd < 0)
+		audit_header(R);
 	return 0;
 }
 
-/* The header, written once the listener's flags are known (when the listener arrives,
- * before the first notification) or at teardown when it never came. */
+/* The header. SYNC_WAKE_UP is a flag of the listener, which does not exist yet: the
+ * header says whether this kernel has it (6.6 and later); the report has the listener's
+ * own answer. */
 static void audit_header(struct run *R)
 {
 	struct sup_opts *o = R->o;
 	struct audit_feature feats[] = {
 		{ "user_namespaces", R->feat.user_ns, NULL },
-		{ "SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP", R->sync_wake_up, NULL },
+		{ "SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP", kernel_at_least(R->feat.kernel, 6, 6),
+		  "from the kernel version" },
 		{ "SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV", R->feat.wait_killable, NULL },
 		{ "landlock", R->feat.landlock_abi > 0, NULL },
 		{ "cgroup", R->have_cg, R->have_cg ? (R->cg.version == 2 ? "v2" : "v1") : R->cg_why },
@@ -933,8 +970,7 @@ static void audit_header(struct run *R)
 	};
 	const char *names[256];
 	char buf[256][128];
-	unsigned char run_id[16];
-	char run_hex[33], cwd[PATH_MAX];
+	char cwd[PATH_MAX];
 	size_t n = 0;
 	extern char **environ;
 
@@ -949,13 +985,11 @@ static void audit_header(struct run *R)
 		n++;
 	}
 	names[n] = NULL;
-	randombytes_buf(run_id, sizeof(run_id));
-	sodium_bin2hex(run_hex, sizeof(run_hex), run_id, sizeof(run_id));
 	if (!getcwd(cwd, sizeof(cwd)))
 		snprintf(cwd, sizeof(cwd), "?");
 	struct audit_hdr h = {
 		.moat_version = MOAT_VERSION,
-		.run_id = run_hex,
+		.run_id = R->run_id,
 		.argv = (const char *const *)o->argv,
 		.cwd = cwd,
 		.env_names = names,
@@ -971,7 +1005,15 @@ static void audit_header(struct run *R)
 	};
 	if (audit_hdr(R->ctx.audit, &h) < 0)
 		log_warning("the audit stream has no header: its buffer is full");
-	/* process records only after the header: the stream starts with it */
+	start_proctrack(R);
+}
+
+/* Process records only after the header (the stream starts with it), and once the
+ * sandbox's first process exists: whichever of the two comes last calls this. */
+static void start_proctrack(struct run *R)
+{
+	if (!R->ctx.audit || !R->audit_hdr_done || R->keeper <= 0)
+		return;
 	if (proctrack_start(R->ctx.proctrack, R->ctx.audit, R->keeper) < 0)
 		log_warning("no fork and exit records: cannot start their thread");
 }
@@ -992,10 +1034,53 @@ static int collect_change(const struct vfs_change *ch, void *ud)
 	return 0;
 }
 
-/* Stat and hash every changed file once, for both the report and the audit footer. */
+/* Hashing the run's files may not hold moat up for ever: the sandbox chose them. */
+#define HASH_MAX_SIZE ((uint64_t)1 << 30)
+#define HASH_MAX_NS (5 * 1000000000ull)
+
+/* Stat and hash every changed file once, for both the report and the audit footer. A
+ * SIGINT/SIGTERM/SIGHUP/SIGQUIT meanwhile stops the hashing (they stay blocked for the
+ * signalfd: this one sees those that arrive now). */
 static void collect_changes(struct run *R)
 {
-	vfs_changes_foreach(R->ctx.vfs, collect_change, R);
+	struct vfs_hash_limits lim = { .max_size = HASH_MAX_SIZE, .max_ns = HASH_MAX_NS };
+	struct signalfd_siginfo si;
+	sigset_t stops;
+
+	sigemptyset(&stops);
+	sigaddset(&stops, SIGINT);
+	sigaddset(&stops, SIGTERM);
+	sigaddset(&stops, SIGHUP);
+	sigaddset(&stops, SIGQUIT);
+	lim.cancel_fd = signalfd(-1, &stops, SFD_CLOEXEC | SFD_NONBLOCK);
+#if MOAT_TEST_HOOKS
+	{
+		/* MOAT_TEST_HASH_LIMITS=BYTES:MS (tests only): other bounds, 0 = none */
+		const char *e = getenv("MOAT_TEST_HASH_LIMITS"), *colon = e ? strchr(e, ':') : NULL;
+
+		if (colon) {
+			lim.max_size = strtoull(e, NULL, 10);
+			lim.max_ns = strtoull(colon + 1, NULL, 10) * 1000000ull;
+			log_warning("test hook: hash limits %s", e);
+		}
+	}
+#endif
+	vfs_changes_foreach_limited(R->ctx.vfs, &lim, collect_change, R);
+	if (lim.cancel_fd >= 0 && read(lim.cancel_fd, &si, sizeof(si)) == sizeof(si)) {
+		R->teardown_signal = sigabbrev_np((int)si.ssi_signo);
+		log_notice("SIG%s: stopped hashing the run's files; writing what is known",
+			   R->teardown_signal ? R->teardown_signal : "?");
+	}
+	for (size_t i = 0; i < R->n_changes; i++)
+		if (R->changes[i].hash_skipped && streq(R->changes[i].hash_skipped, "size"))
+			log_notice("%s not hashed: larger than %llu MiB", R->changes[i].vpath,
+				   (unsigned long long)(lim.max_size >> 20));
+		else if (R->changes[i].hash_skipped && streq(R->changes[i].hash_skipped, "time")) {
+			log_notice("hashing the run's files took more than %llu s: the rest are "
+				   "not hashed", (unsigned long long)(lim.max_ns / 1000000000ull));
+			break;
+		}
+	safe_close(lim.cancel_fd);
 }
 
 static void free_changes(struct run *R)
@@ -1007,6 +1092,13 @@ static void free_changes(struct run *R)
 	free(R->changes);
 	R->changes = NULL;
 	R->n_changes = 0;
+}
+
+static bool kernel_at_least(const char *release, int major, int minor)
+{
+	int a = 0, b = 0;
+
+	return sscanf(release, "%d.%d", &a, &b) == 2 && (a > major || (a == major && b >= minor));
 }
 
 static void audit_finish(struct run *R, int status)
@@ -1023,7 +1115,8 @@ static void audit_finish(struct run *R, int status)
 			.path = ch->vpath,
 			.old_path = ch->old_vpath,
 			.size = ch->size,
-			.sha256 = ch->exists ? ch->sha256 : NULL,
+			.sha256 = ch->exists && !ch->hash_skipped ? ch->sha256 : NULL,
+			.hash_skipped = ch->exists ? ch->hash_skipped : NULL,
 		};
 	}
 	struct audit_ftr f = {
@@ -1042,6 +1135,14 @@ static void audit_finish(struct run *R, int status)
 	if (r < 0)
 		log_error("the audit stream %s is incomplete: %s", R->o->audit_path, strerror(-r));
 	free(l);
+	/* The sandbox may have renamed, removed or replaced the name while it ran. */
+	r = out_settle_stream(&R->audit_out);
+	if (r > 0)
+		log_warning("the audit stream %s had been moved or replaced during the run; "
+			    "moat put its own copy back", R->o->audit_path);
+	else if (r < 0)
+		log_error("cannot put the audit stream back at %s: %s", R->o->audit_path,
+			  strerror(-r));
 }
 
 /* ---- setup ---- */
@@ -1072,6 +1173,132 @@ static int setup_limits(struct run *R)
 		return log_error_errno(-EPERM, "%s; refusing (--strict)", msg);
 	not_enforced(R, msg);
 	return 0;
+}
+
+/* Before the sandbox exists: the run id, and the output files, opened now so that
+ * nothing the sandbox does to their names later can redirect them. */
+static int open_outputs(struct run *R)
+{
+	struct sup_opts *o = R->o;
+	char err[768];
+
+	if (o->run_id)
+		snprintf(R->run_id, sizeof(R->run_id), "%s", o->run_id);
+	else {
+		unsigned char id[16];
+
+		randombytes_buf(id, sizeof(id));
+		sodium_bin2hex(R->run_id, sizeof(R->run_id), id, sizeof(id));
+	}
+	if (o->report_path && out_open(&R->report_out, o->report_path, err, sizeof(err)) < 0) {
+		/* Nowhere to report to: say it here, and only here. */
+		log_error("--report: %s", err);
+		o->report_path = NULL;
+		return -EINVAL;
+	}
+	if (o->audit_path && out_open(&R->audit_out, o->audit_path, err, sizeof(err)) < 0) {
+		snprintf(R->setup_msg, sizeof(R->setup_msg), "--audit: %s", err);
+		log_error("%s", R->setup_msg);
+		return -EINVAL;
+	}
+	if (o->report_path && o->audit_path && streq(R->report_out.dir, R->audit_out.dir) &&
+	    streq(R->report_out.base, R->audit_out.base)) {
+		/* The report would be renamed over the stream at the end. */
+		snprintf(R->setup_msg, sizeof(R->setup_msg), "--report and --audit name the same file");
+		log_error("%s", R->setup_msg);
+		o->report_path = NULL;
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * Once the table is final: refuse a stream the sandbox could reach, unless asked for. It
+ * is written while the sandbox runs, which could read it or alter it. The report is not
+ * refused: it is written once the sandbox is gone, as a new file renamed into the
+ * directory held since before the run, so nothing the sandbox left there is followed.
+ */
+static int check_outputs(struct run *R)
+{
+	char where[PATH_MAX];
+
+	if (R->audit_out.dirfd >= 0 && !R->o->output_in_workspace &&
+	    out_in_writable_mapping(&R->audit_out, R->ctx.vfs, where, sizeof(where))) {
+		snprintf(R->setup_msg, sizeof(R->setup_msg),
+			 "--audit %s is inside %s, which the sandbox can write: it could read or "
+			 "alter the stream while it runs. Name a file elsewhere, or pass "
+			 "--output-in-workspace to accept that", R->audit_out.path, where);
+		log_error("%s", R->setup_msg);
+		return -EPERM;
+	}
+	if (R->audit_out.dirfd >= 0) {
+		char err[768];
+
+		if (out_create(&R->audit_out, err, sizeof(err)) < 0) {
+			snprintf(R->setup_msg, sizeof(R->setup_msg), "--audit: %s", err);
+			log_error("%s", R->setup_msg);
+			return -EIO;
+		}
+	}
+	return 0;
+}
+
+/* moat failed before the command could run (exit 125): the report and the stream still
+ * say so, with why. */
+static int fail_early(struct run *R)
+{
+	R->reason = SUP_REASON_SETUP_FAILED;
+	R->t_end = now_mono_ns();
+	getrusage(RUSAGE_CHILDREN, &R->ru);
+	if (R->o->report_path)
+		write_report(R, MOAT_EXIT_FAILURE);
+	if (R->ctx.audit) {
+		audit_header(R);
+		proctrack_stop(R->ctx.proctrack);
+		audit_finish(R, MOAT_EXIT_FAILURE);
+	} else {
+		out_discard(&R->audit_out);
+	}
+	proctrack_free(R->ctx.proctrack);
+	R->ctx.proctrack = NULL;
+	out_close(&R->report_out);
+	out_close(&R->audit_out);
+	return MOAT_EXIT_FAILURE;
+}
+
+#define SETUP_FAIL(R, ...)                                                                       \
+	do {                                                                                     \
+		snprintf((R)->setup_msg, sizeof((R)->setup_msg), __VA_ARGS__);                    \
+		log_error("%s", (R)->setup_msg);                                                  \
+		return fail_early(R);                                                            \
+	} while (0)
+
+/* The sandbox's keeper is started but the run cannot go on. */
+static int fail_started(struct run *R)
+{
+	exectrace_stop(&R->ctx);
+	kill(R->keeper, SIGKILL);
+	waitpid(R->keeper, NULL, 0);
+	return fail_early(R);
+}
+
+void sup_report_failure(struct sup_opts *o, const char *why)
+{
+	_cleanup_free_ struct run *R = calloc(1, sizeof(*R));
+
+	if (!R || !o->report_path)
+		return;
+	R->o = o;
+	o->audit_path = NULL; /* no stream: it would have nothing to record */
+	R->report_out = (struct out_file)OUT_FILE_INIT;
+	R->audit_out = (struct out_file)OUT_FILE_INIT;
+	R->t_start = now_mono_ns();
+	R->start_wall_ns = wall_ns();
+	sup_probe_features(&R->feat);
+	if (open_outputs(R) < 0)
+		return;
+	snprintf(R->setup_msg, sizeof(R->setup_msg), "%s", why);
+	fail_early(R);
 }
 
 /*
@@ -1106,17 +1333,19 @@ int sup_run(struct sup_opts *o)
 	R->ctx.listener = -1;
 	pthread_mutex_init(&R->ctx.lock, NULL);
 	R->epfd = R->sigfd = R->timerfd = R->syncfd = R->pidfd = -1;
+	R->report_out = (struct out_file)OUT_FILE_INIT;
+	R->audit_out = (struct out_file)OUT_FILE_INIT;
 	R->t_start = now_mono_ns();
 	R->start_wall_ns = wall_ns();
 	sup_probe_features(&R->feat);
+	if (open_outputs(R) < 0)
+		return fail_early(R);
 
 	switch (o->mode) {
 	case SUP_MODE_NAMESPACED:
-		if (!R->feat.user_ns) {
-			log_error("--mode namespaced: this kernel or its configuration refuses user "
-				  "namespaces (try --mode unnamespaced)");
-			return MOAT_EXIT_FAILURE;
-		}
+		if (!R->feat.user_ns)
+			SETUP_FAIL(R, "--mode namespaced: this kernel or its configuration refuses "
+				      "user namespaces (try --mode unnamespaced)");
 		R->ctx.namespaced = true;
 		break;
 	case SUP_MODE_UNNAMESPACED:
@@ -1153,30 +1382,33 @@ int sup_run(struct sup_opts *o)
 
 		r = sup_net_prepare(o->vfs, o->net, R->ctx.namespaced, ne, sizeof(ne), errbuf,
 				    sizeof(errbuf));
-		if (r < 0) {
-			log_error("network setup: %s", errbuf);
-			return MOAT_EXIT_FAILURE;
-		}
+		if (r < 0)
+			SETUP_FAIL(R, "network setup: %s", errbuf);
 		if (ne[0])
 			not_enforced(R, ne);
 	}
 	if (o->disk)
 		vfs_set_disk_quota(o->vfs, o->disk);
 	if (vfs_needs_mounts(o->vfs)) {
-		if (own_mount_ns() < 0)
-			return MOAT_EXIT_FAILURE;
+		if (own_mount_ns() < 0) {
+			/* own_mount_ns() said why on stderr */
+			snprintf(R->setup_msg, sizeof(R->setup_msg),
+				 "--disk or a tmpfs SIZE cannot be enforced: no mount namespace of "
+				 "moat's own");
+			return fail_early(R);
+		}
 		vfs_allow_mounts(o->vfs);
 	}
 	r = vfs_finalize(o->vfs, R->ctx.namespaced ? VFS_MODE_NAMESPACED : VFS_MODE_UNNAMESPACED,
 			 errbuf, sizeof(errbuf));
-	if (r < 0) {
-		log_error("%s", errbuf);
-		return MOAT_EXIT_FAILURE;
-	}
+	if (r < 0)
+		SETUP_FAIL(R, "%s", errbuf);
+	if (check_outputs(R) < 0)
+		return fail_early(R);
 
 	r = sup_filter_precompiled(R->ctx.namespaced, &plan.prog);
 	if (r < 0)
-		return MOAT_EXIT_FAILURE;
+		SETUP_FAIL(R, "cannot load the seccomp filter");
 	if (notify_sizes(&sizes) < 0 || sizes.seccomp_notif < sizeof(struct seccomp_notif))
 		sizes.seccomp_notif = sizeof(struct seccomp_notif);
 	R->req_size = sizes.seccomp_notif;
@@ -1184,8 +1416,11 @@ int sup_run(struct sup_opts *o)
 	/* Orphans of the run are re-parented to us, so nothing escapes the final sweep. */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 
-	if (setup_limits(R) < 0)
-		return MOAT_EXIT_FAILURE;
+	if (setup_limits(R) < 0) {
+		snprintf(R->setup_msg, sizeof(R->setup_msg),
+			 "a limit cannot be enforced for the whole run (--strict)");
+		return fail_early(R);
+	}
 	if (!R->feat.landlock_abi)
 		log_warning("no Landlock on this kernel: %s",
 			    R->ctx.namespaced ? "the mount namespace alone backs up exec"
@@ -1194,6 +1429,14 @@ int sup_run(struct sup_opts *o)
 	else if (R->feat.landlock_abi < 6 && !R->ctx.namespaced)
 		log_warning("Landlock ABI %d cannot scope signals: the sandbox can signal other "
 			    "processes of this uid", R->feat.landlock_abi);
+
+	/* Subscribed before the sandbox exists, so that its first fork is seen; before the
+	 * header, which says whether it is there. */
+	if (o->audit_path)
+		R->ctx.proctrack = proctrack_open(&R->proctrack_why);
+	/* The stream and its header exist before the sandbox does. */
+	if (o->audit_path && audit_start(R) < 0)
+		return fail_early(R);
 
 	plan.opts = o;
 	plan.argv = o->argv;
@@ -1206,15 +1449,14 @@ int sup_run(struct sup_opts *o)
 	plan.gid = getgid();
 	plan.devnull_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (!plan.envp || plan.devnull_fd < 0)
-		return log_error_errno(-ENOMEM, "cannot prepare the environment"), MOAT_EXIT_FAILURE;
+		SETUP_FAIL(R, "cannot prepare the environment: %s", strerror(ENOMEM));
 	r = term_relay_prepare(&R->term, !o->tty, o->stdin_pass);
 	if (r < 0)
-		return log_error_errno(r, "cannot put a pty between the sandbox and the terminal: "
-				       "%s (redirect its output, or share the terminal with --tty)",
-				       strerror(-r)), MOAT_EXIT_FAILURE;
+		SETUP_FAIL(R, "cannot put a pty between the sandbox and the terminal: %s (redirect "
+			   "its output, or share the terminal with --tty)", strerror(-r));
 	memcpy(plan.stdio, R->term.slave, sizeof(plan.stdio));
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-		return log_error_errno(-errno, "socketpair: %m"), MOAT_EXIT_FAILURE;
+		SETUP_FAIL(R, "socketpair: %s", strerror(errno));
 	/* The kernel stamps each message with the sender's pid in our namespace. */
 	setsockopt(sv[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
 	R->syncfd = sv[0];
@@ -1231,38 +1473,39 @@ int sup_run(struct sup_opts *o)
 	R->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 
 	/* Before the sandbox exists: its path is never one the sandbox could have planted. */
-	if (o->events_spec && events_open(o->events_spec, &R->ctx.events) < 0)
-		return MOAT_EXIT_FAILURE;
+	if (o->events_spec && events_open(o->events_spec, &R->ctx.events) < 0) {
+		/* events_open() said why on stderr */
+		snprintf(R->setup_msg, sizeof(R->setup_msg), "--events %s cannot be opened",
+			 o->events_spec);
+		return fail_early(R);
+	}
 
-	/* Subscribed before the sandbox exists, so that its first fork is seen. */
-	if (o->audit_path)
-		R->ctx.proctrack = proctrack_open(&R->proctrack_why);
 	R->keeper = spawn_start(&plan, &R->pidfd);
 	safe_close(sv[1]);
 	r = R->keeper >= 0 ? term_relay_start(&R->term) : 0;
 	if (r < 0)
 		log_error("cannot copy the sandbox's output to the terminal: %s", strerror(-r));
 	if (R->keeper < 0)
-		return log_error_errno(R->keeper, "cannot start the sandbox: %s%s",
-				       strerror(-R->keeper),
-				       R->ctx.namespaced ? " (user namespaces refused? try --mode "
-							   "unnamespaced)" : ""), MOAT_EXIT_FAILURE;
+		SETUP_FAIL(R, "cannot start the sandbox: %s%s", strerror(-R->keeper),
+			   R->ctx.namespaced ? " (user namespaces refused? try --mode unnamespaced)"
+					     : "");
 	o->pm->keeper = R->keeper;
 	R->ctx.init_host_pid = R->keeper;
+	start_proctrack(R);
 	if (R->ctx.namespaced) {
 		r = spawn_write_idmaps(R->keeper, plan.uid, plan.gid);
 		if (r < 0) {
-			log_error("cannot write the sandbox's uid map: %s", strerror(-r));
-			kill(R->keeper, SIGKILL);
-			waitpid(R->keeper, NULL, 0);
-			return MOAT_EXIT_FAILURE;
+			snprintf(R->setup_msg, sizeof(R->setup_msg),
+				 "cannot write the sandbox's uid map: %s", strerror(-r));
+			log_error("%s", R->setup_msg);
+			return fail_started(R);
 		}
 	}
 	if (R->have_cg && cg_attach(&R->cg, R->keeper) < 0) {
-		log_error("cannot move the sandbox into its cgroup: %s", strerror(errno));
-		kill(R->keeper, SIGKILL);
-		waitpid(R->keeper, NULL, 0);
-		return MOAT_EXIT_FAILURE;
+		snprintf(R->setup_msg, sizeof(R->setup_msg),
+			 "cannot move the sandbox into its cgroup: %s", strerror(errno));
+		log_error("%s", R->setup_msg);
+		return fail_started(R);
 	}
 	/* The sandbox may run as our uid: it must not ptrace us or read our memory. Not
 	 * before now: a child inherits the flag, and the /proc files of a non-dumpable
@@ -1274,11 +1517,10 @@ int sup_run(struct sup_opts *o)
 	if (r >= 0)
 		r = notifier_start(R);
 	if (r < 0) {
-		log_error("cannot start the notifier thread: %s", strerror(-r));
-		exectrace_stop(&R->ctx);
-		kill(R->keeper, SIGKILL);
-		waitpid(R->keeper, NULL, 0);
-		return MOAT_EXIT_FAILURE;
+		snprintf(R->setup_msg, sizeof(R->setup_msg),
+			 "cannot start the notifier thread: %s", strerror(-r));
+		log_error("%s", R->setup_msg);
+		return fail_started(R);
 	}
 
 	R->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -1293,14 +1535,6 @@ int sup_run(struct sup_opts *o)
 		ep_add(R->epfd, o->start_fd);
 	} else {
 		start_timeout(R);
-	}
-
-	if (o->audit_path && audit_start(R) < 0) {
-		kill(R->keeper, SIGKILL);
-		waitpid(R->keeper, NULL, 0);
-		notifier_stop(R);
-		exectrace_stop(&R->ctx);
-		return MOAT_EXIT_FAILURE;
 	}
 
 	r = loop(R);
@@ -1350,7 +1584,7 @@ int sup_run(struct sup_opts *o)
 	if (R->ctx.audit) {
 		unsigned long lost;
 
-		audit_header(R); /* the listener never came: the stream still says what ran */
+		audit_header(R); /* --start-fd: the command never came; still say what ran */
 		lost = proctrack_stop(R->ctx.proctrack);
 		if (lost)
 			log_warning("the kernel dropped process events %lu times: some fork or "
@@ -1360,6 +1594,8 @@ int sup_run(struct sup_opts *o)
 	proctrack_free(R->ctx.proctrack);
 	R->ctx.proctrack = NULL;
 	free_changes(R);
+	out_close(&R->report_out);
+	out_close(&R->audit_out);
 	if (R->have_cg)
 		cg_destroy(&R->cg);
 	sup_net_free(&R->ctx); /* first: its waiters answer on the listener */

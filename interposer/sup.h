@@ -60,6 +60,8 @@ struct sup_opts {
 	const char *events_spec;       /* --events FILE|fd:N (events.h) */
 	int start_fd;                 /* --start-fd N: the command arrives here later, or -1 */
 	const char *audit_path;
+	bool output_in_workspace;     /* --report/--audit may be where the sandbox can write */
+	const char *run_id;           /* --run-id, NULL: a random one */
 	const char *audit_key;
 	const char *session, *tenant;
 	bool audit_stacks_all;
@@ -101,6 +103,9 @@ struct sup_features {
 void sup_probe_features(struct sup_features *f);
 
 int sup_run(struct sup_opts *o);
+/* moat failed before sup_run() could (a policy it cannot use): write --report, if asked
+ * for, with reason setup-failed and why. */
+void sup_report_failure(struct sup_opts *o, const char *why);
 
 /* filter.c: compiled at build time (gen-filter.c), installed in the child. */
 struct sock_fprog;

@@ -7,10 +7,12 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <sodium.h>
@@ -248,30 +250,62 @@ static int cmp_change(const void *a, const void *b)
 	return strcmp(((const struct vfs__change *)a)->vpath, ((const struct vfs__change *)b)->vpath);
 }
 
-static int hash_fd(int fd, uint8_t out[32])
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static bool readable(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return fd >= 0 && poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
+}
+
+/* NULL when hashed, else why not. deadline 0: none. */
+static const char *hash_fd(int fd, uint64_t deadline, int cancel_fd, uint8_t out[32])
 {
 	crypto_hash_sha256_state st;
 	uint8_t buf[65536];
 
 	crypto_hash_sha256_init(&st);
 	for (;;) {
-		ssize_t n = read(fd, buf, sizeof(buf));
+		ssize_t n;
 
+		/* Checked per 64 KiB: a few hundred microseconds of hashing at most. */
+		if (deadline && mono_ns() >= deadline)
+			return "time";
+		if (readable(cancel_fd))
+			return "signal";
+		n = read(fd, buf, sizeof(buf));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
-			return negative_errno();
+			return "error";
 		if (n == 0)
 			break;
 		crypto_hash_sha256_update(&st, buf, n);
 	}
 	crypto_hash_sha256_final(&st, out);
-	return 0;
+	return NULL;
 }
 
 _public_ int vfs_changes_foreach(struct vfs *v, int (*fn)(const struct vfs_change *ch, void *ud),
                                  void *ud)
 {
+	const struct vfs_hash_limits none = { .cancel_fd = -1 };
+
+	return vfs_changes_foreach_limited(v, &none, fn, ud);
+}
+
+_public_ int vfs_changes_foreach_limited(struct vfs *v, const struct vfs_hash_limits *lim,
+                                         int (*fn)(const struct vfs_change *ch, void *ud), void *ud)
+{
+	uint64_t deadline = lim->max_ns ? mono_ns() + lim->max_ns : 0;
+	const char *stopped = NULL; /* once time is up or a signal came, for every later file */
 	int r = 0;
 
 	if (sodium_init() < 0)
@@ -294,13 +328,20 @@ _public_ int vfs_changes_foreach(struct vfs *v, int (*fn)(const struct vfs_chang
 		if (vfs__walk(v, &self, c->vpath, VFS__NOFOLLOW, 0, &w, NULL) == 0 && w.exists) {
 			out.exists = true;
 			out.size = w.st.st_size;
-			if (S_ISREG(w.st.st_mode)) {
-				int fd = vfs__reopen(v, w.fd, O_RDONLY);
+			if (!S_ISREG(w.st.st_mode))
+				;
+			else if (stopped)
+				out.hash_skipped = stopped;
+			else if (lim->max_size && (uint64_t)w.st.st_size > lim->max_size)
+				out.hash_skipped = "size";
+			else {
+				int fd = vfs__reopen(v, w.fd, O_RDONLY | O_NONBLOCK);
 
-				if (fd >= 0) {
-					hash_fd(fd, out.sha256);
-					close(fd);
-				}
+				out.hash_skipped = fd < 0 ? "error" : hash_fd(fd, deadline, lim->cancel_fd,
+									     out.sha256);
+				safe_close(fd);
+				if (out.hash_skipped && !streq(out.hash_skipped, "error"))
+					stopped = out.hash_skipped;
 			}
 		}
 		vfs__walk_done(&w);

@@ -280,8 +280,19 @@ struct vfs_change {
 	const char *old_vpath;  /* RENAMED only */
 	bool exists;            /* still present at the end of the run */
 	uint64_t size;
-	uint8_t sha256[32];     /* valid when exists and a regular file */
+	uint8_t sha256[32];     /* valid when exists, a regular file and hash_skipped NULL */
+	const char *hash_skipped; /* why sha256 is not known: "size", "time", "signal", "error",
+	                             NULL when hashed (or not a regular file) */
 };
 /* Stat and hash every changed file now (call once, at the end of the run). */
 int vfs_changes_foreach(struct vfs *v, int (*fn)(const struct vfs_change *ch, void *ud),
                         void *ud);
+/* Bounds of that hashing: the sandbox chooses what it leaves behind (a 1 TiB sparse file
+ * hashes for hours), and the run must still end. 0 = no bound. */
+struct vfs_hash_limits {
+	uint64_t max_size;      /* files larger than this are not hashed ("size") */
+	uint64_t max_ns;        /* for all files together ("time") */
+	int cancel_fd;          /* stop hashing once this fd is readable ("signal"); -1 none */
+};
+int vfs_changes_foreach_limited(struct vfs *v, const struct vfs_hash_limits *lim,
+                                int (*fn)(const struct vfs_change *ch, void *ud), void *ud);

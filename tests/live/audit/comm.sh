@@ -36,7 +36,7 @@ PYEOF
 for mode in namespaced unnamespaced; do
 	rm -f c.moat
 	# /proc writable: the default profile maps it read-only
-	"$MOAT" run -q --mode "$mode" --bind /proc --audit c.moat -- "$PY" rename.py >out.txt 2>&1
+	"$MOAT" run -q --output-in-workspace --mode "$mode" --bind /proc --audit c.moat -- "$PY" rename.py >out.txt 2>&1
 	"$MOAT" audit dump --json c.moat > c.json 2>/dev/null
 	comm_of() { jq -r --arg p "$1" 'select(.type=="sys" and .path==$p) | .comm' c.json | sort -u | tr '\n' ' '; }
 	check() {

@@ -5,7 +5,7 @@
 plan 5
 
 # A sandboxed loop of notified calls (stat) meant to run for 8 s; killed after 3 s.
-"$MOAT" run -q --audit long.moat -- "$PY" -c '
+"$MOAT" run -q --output-in-workspace --audit long.moat -- "$PY" -c '
 import os, time
 t = time.time()
 while time.time() - t < 8:

@@ -12,7 +12,7 @@ for mode in namespaced unnamespaced; do
 		continue
 	fi
 	rm -f a.moat
-	"$MOAT" run -q --mode "$mode" --audit a.moat -- sh -c 'ls >/dev/null; python3 -c pass; timeout -s KILL 1 sleep 5' \
+	"$MOAT" run -q --output-in-workspace --mode "$mode" --audit a.moat -- sh -c 'ls >/dev/null; python3 -c pass; timeout -s KILL 1 sleep 5' \
 		> run.out 2>&1
 	"$MOAT" audit dump --tree a.moat > tree.txt 2>&1
 	# Without CAP_NET_ADMIN the header says why there are no fork and exit records.
@@ -74,7 +74,7 @@ if ! command -v capsh >/dev/null; then
 	skip "without CAP_NET_ADMIN the header says why and execs are recorded" "no capsh"
 else
 	rm -f nocap.moat
-	capsh --drop=cap_net_admin -- -c '"$0" run -q --audit nocap.moat -- sh -c "ls >/dev/null"' "$MOAT" >/dev/null 2>&1
+	capsh --drop=cap_net_admin -- -c '"$0" run -q --output-in-workspace --audit nocap.moat -- sh -c "ls >/dev/null"' "$MOAT" >/dev/null 2>&1
 	conn=$("$MOAT" audit dump --json nocap.moat | jq -r 'select(.type=="hdr") | .features[] | select(.name=="proc_connector") | "\(.present) \(.detail // "")"')
 	execs=$("$MOAT" audit dump --json nocap.moat | jq -c 'select(.type=="proc" and .event=="exec" and .argv[0]=="ls" and .sandbox_pid > 0)' | wc -l)
 	if [ "${conn%% *}" = false ] && printf '%s' "$conn" | grep -q CAP_NET_ADMIN && [ "$execs" -ge 1 ]; then

@@ -11,7 +11,7 @@ printf 'moat-policy 1\n' > "$TMP/A"
 printf 'moat-policy 1\nhide %s/data.txt\n' "$WORK" > "$TMP/B"
 printf 'moat-policy 1\nro-bind /etc/shadow\n' > "$TMP/C"
 
-"$MOAT" run -q --policy "$TMP/A" --audit run.moat -- "${CMD[@]}" > out 2>&1
+"$MOAT" run -q --output-in-workspace --policy "$TMP/A" --audit run.moat -- "${CMD[@]}" > out 2>&1
 ok $? "the run under policy A succeeds" "$(cat out)"
 
 "$MOAT" audit replay --policy "$TMP/A" run.moat > same.txt 2>&1
@@ -38,12 +38,12 @@ else
 fi
 
 # suggest: the same command under the suggested policy is denied nothing.
-"$MOAT" run -q --policy "$TMP/A" --report a.json -- "${CMD[@]}" >/dev/null 2>&1
+"$MOAT" run -q --output-in-workspace --policy "$TMP/A" --report a.json -- "${CMD[@]}" >/dev/null 2>&1
 before=$(jq .denials.total a.json)
 "$MOAT" audit suggest run.moat -o "$TMP/S" 2> s.err
 ok $? "suggest writes a policy" "$(cat s.err)"
 rm -f out.txt
-"$MOAT" run -q --policy "$TMP/S" --report s.json --audit s.moat -- "${CMD[@]}" > s.out 2>&1
+"$MOAT" run -q --output-in-workspace --policy "$TMP/S" --report s.json --audit s.moat -- "${CMD[@]}" > s.out 2>&1
 rc=$?
 # What it is denied now: what the learning run was denied (/etc/shadow, /root), and
 # lookups of paths that do not exist on the host (unmapped instead of the host's ENOENT).

@@ -5,7 +5,7 @@
 . "$(dirname "$0")/lib.sh"
 plan 9
 
-"$MOAT" run -q --audit t.moat -- "$PY" -c 'import json; open("/etc/shadow")' 2>/dev/null
+"$MOAT" run -q --output-in-workspace --audit t.moat -- "$PY" -c 'import json; open("/etc/shadow")' 2>/dev/null
 "$MOAT" audit dump --json t.moat > dump.json
 ok $? "dump --json reads the stream"
 
@@ -24,7 +24,7 @@ fi
 
 # The header's features are the run's, as the report gives them: the listener flag is
 # only known once the listener has arrived, which is after the stream is opened.
-"$MOAT" run -q --audit f.moat --report f.json -- true
+"$MOAT" run -q --output-in-workspace --audit f.moat --report f.json -- true
 hdr=$("$MOAT" audit dump --json f.moat | head -1 |
 	jq -r '.features[] | select(.name=="SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP") | .present')
 rep=$(jq -r '.features.seccomp_sync_wake_up' f.json)
@@ -64,7 +64,7 @@ fi
 # Signatures.
 "$MOAT" audit keygen "$TMP/k" >/dev/null && "$MOAT" audit keygen "$TMP/other" >/dev/null
 ok $? "keygen writes two key pairs"
-"$MOAT" run -q --audit s.moat --audit-key "$TMP/k" -- "$PY" -c 'print(1)' >/dev/null 2>&1
+"$MOAT" run -q --output-in-workspace --audit s.moat --audit-key "$TMP/k" -- "$PY" -c 'print(1)' >/dev/null 2>&1
 "$MOAT" audit verify --key "$TMP/k.pub" s.moat > v-key.txt 2>&1
 ok $? "a signed stream verifies with its public key" "$(cat v-key.txt)"
 "$MOAT" audit verify --key "$TMP/other.pub" s.moat > v-wrong.txt 2>&1

@@ -57,7 +57,7 @@ for mode in namespaced unnamespaced; do
 		continue
 	fi
 	rm -f learn.moat
-	HOME="$H" "$MOAT" run -q --mode "$mode" --profile none --ro-bind / --bind "$WORK" \
+	HOME="$H" "$MOAT" run -q --output-in-workspace --mode "$mode" --profile none --ro-bind / --bind "$WORK" \
 		--hide "$WORK/private.txt" --audit learn.moat -- "$PY" probe.py > learn.out 2>&1
 	opened=$(grep -c '^OPENED' learn.out)
 	if grep -q "^DATA input" learn.out && [ "$opened" -ge 15 ] && grep -q "FAILED $WORK/private.txt" learn.out; then
@@ -74,7 +74,7 @@ for mode in namespaced unnamespaced; do
 		fail "$mode: the suggestion does not map /" "$(cat "$TMP/S-$mode")"
 	fi
 
-	HOME="$H" "$MOAT" run -q --mode "$mode" --policy "$TMP/S-$mode" --audit again.moat -- \
+	HOME="$H" "$MOAT" run -q --output-in-workspace --mode "$mode" --policy "$TMP/S-$mode" --audit again.moat -- \
 		"$PY" probe.py > run.out 2>&1
 	rc=$?
 	if [ $rc -eq 0 ] && grep -qF "DATA $(cat data.txt)" run.out; then

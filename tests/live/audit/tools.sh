@@ -8,7 +8,7 @@ plan 9
 
 "$MOAT" audit keygen "$TMP/k" >/dev/null || skip_all "keygen failed"
 # A name lookup: the namespaced sandbox reads moat's resolv.conf and asks 127.0.0.1:53.
-"$MOAT" run -q --audit s.moat --audit-key "$TMP/k" -- "$PY" -c '
+"$MOAT" run -q --output-in-workspace --audit s.moat --audit-key "$TMP/k" -- "$PY" -c '
 import socket
 try: socket.getaddrinfo("moat-test.invalid", 80)
 except OSError: pass

@@ -15,7 +15,7 @@ for m in $MODES; do
 	before=$(used_kib)
 	# The writer fills its quota, then waits so that the host is measured while the
 	# sandbox still holds what it wrote.
-	"$MOAT" run -q --mode "$m" --disk 64M --report "r-$m.json" -- sh -c \
+	"$MOAT" run -q --mode "$m" --disk 64M --output-in-workspace --report "r-$m.json" -- sh -c \
 		'dd if=/dev/zero of="${TMPDIR:-/tmp}/big" bs=1M count=128 2>dd.err; echo "dd=$?" > dd.st; sleep 2' &
 	pid=$!
 	track_pid $pid

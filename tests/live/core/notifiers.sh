@@ -44,7 +44,7 @@ for mode in namespaced unnamespaced; do
 	make_workspace
 	rm -f "$TMP/a.moat"
 	(cd "$W" && MOAT_NOTIFIERS=4 "$MOAT" run -q --mode "$mode" --bind "$W" --chdir "$W" \
-		--hide '**/.env' --audit "$TMP/a.moat" -- python3 -c "N = $N$WORKLOAD" \
+		--hide '**/.env' --output-in-workspace --audit "$TMP/a.moat" -- python3 -c "N = $N$WORKLOAD" \
 		>"$TMP/out" 2>"$TMP/err") &
 	sub=$!
 	track_pid "$sub"
