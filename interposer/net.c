@@ -65,6 +65,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "creds.h"
 #include "dispatch.h"
 #include "log.h"
 #include "macros.h"
@@ -579,7 +580,11 @@ static int decide_unix(struct sup_call *c, struct sockaddr_storage *ss, socklen_
 		base[k] = '\0';
 		caller.base = base;
 	}
-	/* connect needs write permission on the socket inode; bind creates a name. */
+	/* connect needs write permission on the socket inode; bind creates a name (with
+	 * the caller's umask): both are the caller's, and so is what follows */
+	fd = creds_caller(c->tid, c->req->id, 0);
+	if (fd < 0)
+		return fd;
 	fd = vfs_resolve(c->s->vfs, &caller, c->path,
 			 binding ? (VFS_WANT_CREATE | VFS_WANT_PARENT | VFS_WANT_WRITE)
 				 : VFS_WANT_WRITE,
@@ -658,6 +663,10 @@ static void inet_bind(struct sup_call *c, int sock, const struct sockinfo *si,
 			return refuse(c, -r, v.rule[0] ? v.rule : "bind needs an allow-bind rule");
 		snprintf(c->verdict.rule, sizeof(c->verdict.rule), "%s", v.rule);
 	}
+	/* a port below 1024 takes the caller's CAP_NET_BIND_SERVICE, which it has not */
+	r = creds_caller(c->tid, c->req->id, 0);
+	if (r < 0)
+		return reply(c, r);
 	reply(c, bind(sock, (const struct sockaddr *)ss, len) < 0 ? negative_errno() : 0);
 }
 

@@ -45,6 +45,7 @@
 #include "audit.h"
 #include "cgroup.h"
 #include "cleanup.h"
+#include "creds.h"
 #include "dispatch.h"
 #include "log.h"
 #include "macros.h"
@@ -253,14 +254,19 @@ static void *notifier_main(void *arg)
 	struct notifier *nt = arg;
 	struct run *R = nt->R;
 	sigset_t wake;
+	int r;
 
 	sigemptyset(&wake);
 	sigaddset(&wake, SIGUSR2);
 	pthread_sigmask(SIG_UNBLOCK, &wake, NULL);
+	/* Every emulated call acts with its caller's credentials (creds.h); a thread that
+	 * cannot take them serves nothing (its calls would fail with EACCES). */
+	if ((r = creds_thread_init()) < 0)
+		log_error("the notifier cannot act with the caller's credentials: %s", strerror(-r));
 	while (sem_wait(&R->listener_ready) < 0)
 		;
 	while (!atomic_load(&R->notifier_stop)) {
-		int r = notify_recv(R->ctx.listener, nt->req);
+		r = notify_recv(R->ctx.listener, nt->req);
 
 		if (r == -ENOENT && listener_orphaned(R->ctx.listener)) {
 			/* Every filtered task is gone, and RECV now fails at once: wait for
@@ -281,6 +287,7 @@ static void *notifier_main(void *arg)
 		}
 		dispatch_one(&R->ctx, nt->req, &nt->tracees);
 	}
+	creds_thread_done();
 	return NULL;
 }
 
