@@ -1035,6 +1035,12 @@ int sup_run(struct sup_opts *o)
 	 * child (its uid_map) belong to root, which an unprivileged supervisor is not. */
 	prctl(PR_SET_DUMPABLE, 0);
 	sync_send(R->syncfd, SYNC_GO, 0, 0);
+	/* Everything that needed more is done; the threads started next inherit this. */
+	if (sup_confine() < 0) {
+		kill(R->keeper, SIGKILL);
+		waitpid(R->keeper, NULL, 0);
+		return MOAT_EXIT_FAILURE;
+	}
 	/* While the keeper builds the sandbox. */
 	r = notifier_start(R);
 	if (r < 0) {

@@ -99,6 +99,10 @@ void sup_probe_features(struct sup_features *f);
 
 int sup_run(struct sup_opts *o);
 
+/* confine.c: once set up, the supervisor drops the capabilities it no longer needs and
+ * installs its own seccomp filter. Before any thread is started. */
+int sup_confine(void);
+
 /* filter.c: compiled at build time (gen-filter.c), installed in the child. */
 struct sock_fprog;
 int sup_filter_build(uint32_t arch, struct sock_fprog *ret_prog);

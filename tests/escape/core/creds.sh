@@ -7,7 +7,7 @@
 # is the reference (setpriv dropping every capability).
 . "$MOAT_SRC/tests/lib/tap.sh"
 
-plan 18
+plan 20
 [ "$(id -u)" = 0 ] || skip_all "needs root: the cases need files of several owners"
 command -v python3 >/dev/null || skip_all "python3 is needed"
 command -v setpriv >/dev/null || skip_all "setpriv (util-linux) is needed"
@@ -72,6 +72,23 @@ capless_sandbox() {
 
 for mode in namespaced unnamespaced; do
 	setup
+	# The supervisor itself: its own seccomp filter on every thread, no_new_privs, and
+	# none of the capabilities it no longer needs (CAP_SYS_ADMIN, CAP_NET_ADMIN,
+	# CAP_SYS_MODULE, CAP_MKNOD), read from outside while it runs.
+	(cd w && exec "$MOAT" run -q --mode $mode -- sleep 3) >/dev/null 2>&1 &
+	mp=$!
+	sleep 1.5
+	st=""
+	for t in /proc/$mp/task/*; do st+="$(grep -E '^(Seccomp|NoNewPrivs|CapEff|CapBnd):' $t/status | tr '\n' ' ')
+"; done
+	wait $mp
+	bad=$(echo "$st" | awk 'NF { if ($8 != 2 || $6 != 1) print "unconfined thread: " $0 }')
+	for caps in $(echo "$st" | awk 'NF { print $2, $4 }'); do
+		[ $(( 0x$caps & ((1 << 21) | (1 << 12) | (1 << 16) | (1 << 27)) )) = 0 ] || bad+=" caps $caps"
+	done
+	[ -n "$st" ] && [ -z "$bad" ]
+	ok $? "$mode: every supervisor thread runs under its own filter without admin capabilities" \
+		"$st $bad"
 	if ! capless_sandbox $mode; then
 		for i in 1 2 3 4 5 6 7 8 9; do
 			skip "$mode: confused deputy case $i" "the sandbox's root holds file capabilities in this mode"
