@@ -2,7 +2,7 @@
 /*
  * Logging for the CLI and the supervisor loop. Modules do not log above debug: they
  * return -errno and let interposer/ decide what the operator sees. The only mutable
- * global state in moat is the log level below (STYLE.md §11).
+ * global state in moat is the log level below (STYLE.md §11), defined in log.c.
  */
 #pragma once
 
@@ -21,7 +21,7 @@ enum log_level {
 	LOG_LEVEL_DEBUG = 7,
 };
 
-/* Defined once, in interposer/log.c; tests link a copy through the interposer library. */
+/* Defined once, in common/log.c (linked through common_dep). */
 extern int moat_log_level;
 
 _printf_(2, 3) static inline void moat_log(int level, const char *fmt, ...)

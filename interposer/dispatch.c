@@ -29,6 +29,7 @@
 #include "cleanup.h"
 #include "creds.h"
 #include "dispatch.h"
+#include "events.h"
 #include "log.h"
 #include "macros.h"
 #include "missing-seccomp.h"
@@ -1085,6 +1086,8 @@ static void report_denial(struct sup_call *c)
 	atomic_fetch_add(&s->n.denied, 1);
 	if ((unsigned)c->e->id < _SC_ID_MAX)
 		atomic_fetch_add(&s->denials_by_id[c->e->id], 1);
+	events_denial(s->events, c->tid, c->e->name, c->has_path ? c->path : NULL,
+		      c->addr[0] ? c->addr : NULL, c->verdict.rule[0] ? c->verdict.rule : NULL, c->err);
 	if (!s->verbose)
 		return;
 	if (c->addr[0])

@@ -16,8 +16,6 @@
 #include "log.h"
 #include "sup.h"
 
-int moat_log_level = LOG_LEVEL_NOTICE;
-
 int main(int argc, char **argv)
 {
 	struct sock_fprog prog;

@@ -11,6 +11,7 @@
 #include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,10 +27,9 @@
 #include "proc-ops.h"
 #include "replay.h"
 #include "sc.h"
+#include "serve.h"
 #include "sup.h"
 #include "vfs.h"
-
-int moat_log_level = LOG_LEVEL_NOTICE;
 
 static const char run_usage[] =
 	"usage: moat run [OPTIONS] -- COMMAND [ARG...]\n"
@@ -53,6 +53,9 @@ static const char run_usage[] =
 	"  -v, --verbose          one line per denial on stderr\n"
 	"  -q, --quiet            no denial summary\n"
 	"  --report FILE          JSON result: status, reason, times, denials, changed files\n"
+	"  --events FILE|fd:N     live JSON lines: denials with rule and hint, limits, result\n"
+	"  --start-fd N           build the sandbox, then read the command from fd N as JSON\n"
+	"                         {\"argv\": [...], \"timeout\": SECS} (a warm start; no -- COMMAND)\n"
 	"  --audit FILE           decision stream (.moat); --audit-key FILE signs it\n"
 	"  --audit-stacks denied|all   --session ID   --tenant ID\n"
 	"\n"
@@ -61,16 +64,21 @@ static const char run_usage[] =
 
 static const char main_usage[] =
 	"usage: moat run [OPTIONS] -- COMMAND [ARG...]\n"
+	"       moat serve --socket PATH [--max-sandboxes N] [--max-running N]\n"
 	"       moat syscalls [--arch x86_64|aarch64] [--json]\n"
 	"       moat policy check FILE\n"
 	"       moat policy show [--json] [RUN OPTIONS]\n"
 	"       moat audit dump|stats|verify|replay|suggest|keygen ...\n"
 	"       moat --version\n";
 
-_noreturn_ static void usage_fail(const char *usage, const char *fmt, const char *arg)
+_noreturn_ _printf_(2, 3) static void usage_fail(const char *usage, const char *fmt, ...)
 {
+	va_list ap;
+
 	fprintf(stderr, "moat: ");
-	fprintf(stderr, fmt, arg);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
 	fprintf(stderr, "\n%s", usage);
 	exit(MOAT_EXIT_FAILURE);
 }
@@ -117,7 +125,7 @@ enum {
 	OPT_MODE = 1000, OPT_TTY, OPT_STDIN, OPT_STRICT, OPT_TIMEOUT, OPT_MEMORY, OPT_PIDS,
 	OPT_CPU, OPT_NOFILE, OPT_FSIZE, OPT_SETENV, OPT_KEEPENV, OPT_REPORT, OPT_AUDIT,
 	OPT_AUDIT_KEY, OPT_AUDIT_STACKS, OPT_SESSION, OPT_TENANT, OPT_POLICY, OPT_PROFILE,
-	OPT_DIRECTIVE, OPT_JSON,
+	OPT_DIRECTIVE, OPT_JSON, OPT_EVENTS, OPT_START_FD,
 };
 
 static const struct option run_options[] = {
@@ -136,6 +144,8 @@ static const struct option run_options[] = {
 	{ "setenv", required_argument, NULL, OPT_SETENV },
 	{ "keep-env", required_argument, NULL, OPT_KEEPENV },
 	{ "report", required_argument, NULL, OPT_REPORT },
+	{ "events", required_argument, NULL, OPT_EVENTS },
+	{ "start-fd", required_argument, NULL, OPT_START_FD },
 	{ "audit", required_argument, NULL, OPT_AUDIT },
 	{ "audit-key", required_argument, NULL, OPT_AUDIT_KEY },
 	{ "audit-stacks", required_argument, NULL, OPT_AUDIT_STACKS },
@@ -251,6 +261,19 @@ static int parse_run_options(struct cli *c, int argc, char **argv, const char *u
 		case OPT_REPORT:
 			o->report_path = optarg;
 			break;
+		case OPT_EVENTS:
+			o->events_spec = optarg;
+			break;
+		case OPT_START_FD: {
+			long fd;
+
+			errno = 0;
+			fd = strtol(optarg, &end, 10);
+			if (errno || end == optarg || *end || fd < 0 || fd > 1 << 20)
+				usage_fail(usage, "--start-fd takes a file descriptor number, not '%s'", optarg);
+			o->start_fd = (int)fd;
+			break;
+		}
 		case OPT_AUDIT:
 			o->audit_path = optarg;
 			break;
@@ -303,7 +326,7 @@ static int parse_run_options(struct cli *c, int argc, char **argv, const char *u
 		case '?':
 		default:
 			if (optopt)
-				usage_fail(usage, "unknown or incomplete option '-%c'", (char[]){ (char)optopt, 0 });
+				usage_fail(usage, "unknown or incomplete option '-%c'", optopt);
 			usage_fail(usage, "unknown or incomplete option '%s'", argv[optind - 1]);
 		}
 	}
@@ -328,13 +351,16 @@ static void build_policy(struct cli *c)
 
 static int cmd_run(int argc, char **argv)
 {
-	struct cli c = { 0 };
+	static char *waiting[] = { "(waiting on --start-fd)", NULL };
+	struct cli c = { .o.start_fd = -1 };
 	int first, status;
 
 	first = parse_run_options(&c, argc, argv, run_usage);
-	if (first >= argc)
+	if (c.o.start_fd >= 0 && first < argc)
+		usage_fail(run_usage, "--start-fd takes the command from its fd, not after --%s", "");
+	if (c.o.start_fd < 0 && first >= argc)
 		usage_fail(run_usage, "no command given%s", "");
-	c.o.argv = argv + first;
+	c.o.argv = c.o.start_fd >= 0 ? waiting : argv + first;
 	if (c.o.verbose)
 		moat_log_level = LOG_LEVEL_INFO;
 	build_policy(&c);
@@ -445,6 +471,8 @@ int main(int argc, char **argv)
 	}
 	if (streq(argv[1], "run"))
 		return cmd_run(argc - 1, argv + 1);
+	if (streq(argv[1], "serve"))
+		return serve_cli(argc - 1, argv + 1);
 	if (streq(argv[1], "syscalls"))
 		return cmd_syscalls(argc - 1, argv + 1);
 	if (streq(argv[1], "policy"))

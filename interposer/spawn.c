@@ -165,6 +165,63 @@ int spawn_write_idmaps(pid_t pid, uid_t uid, gid_t gid)
 	return write_file(path, map);
 }
 
+int spawn_send_argv(int fd, char *const *argv)
+{
+	size_t len = 0, off = 0;
+	char *blob;
+	int r;
+
+	for (char *const *a = argv; *a; a++)
+		len += strlen(*a) + 1;
+	if (len == 0 || len > SPAWN_ARGV_MAX)
+		return -E2BIG;
+	blob = malloc(len);
+	if (!blob)
+		return -ENOMEM;
+	for (char *const *a = argv; *a; a++) {
+		size_t l = strlen(*a) + 1;
+
+		memcpy(blob + off, *a, l);
+		off += l;
+	}
+	r = sync_send(fd, SYNC_ARGV, (int)len, 0);
+	if (r >= 0 && send(fd, blob, len, MSG_NOSIGNAL) != (ssize_t)len)
+		r = -EIO;
+	free(blob);
+	return r;
+}
+
+/* The keeper's side: the argv the supervisor sent, as a NULL-ended array it owns. */
+static char **recv_argv(int sync_fd)
+{
+	struct sync_msg m;
+	char *blob, **argv;
+	size_t n = 0, k = 0;
+	ssize_t got;
+
+	do
+		got = read(sync_fd, &m, sizeof(m));
+	while (got < 0 && errno == EINTR);
+	if (got != sizeof(m) || m.type != SYNC_ARGV || m.value <= 0 || m.value > SPAWN_ARGV_MAX)
+		return NULL;
+	blob = malloc((size_t)m.value + 1);
+	if (!blob)
+		return NULL;
+	do
+		got = read(sync_fd, blob, (size_t)m.value);
+	while (got < 0 && errno == EINTR);
+	if (got != m.value || blob[m.value - 1] != '\0')
+		return NULL;
+	for (int i = 0; i < m.value; i++)
+		n += blob[i] == '\0';
+	argv = calloc(n + 1, sizeof(char *));
+	if (!argv)
+		return NULL;
+	for (size_t off = 0; off < (size_t)m.value; off += strlen(blob + off) + 1)
+		argv[k++] = blob + off;
+	return argv;
+}
+
 static int wait_go(int sync_fd)
 {
 	struct sync_msg m;
@@ -489,7 +546,7 @@ _noreturn_ static void command_main(struct spawn_plan *p, pid_t keeper)
 		_exit(MOAT_EXIT_FAILURE);
 
 	environ = p->envp;
-	execvp(o->argv[0], o->argv);
+	execvp(p->argv[0], p->argv);
 	r = errno;
 	sync_send(p->sync_fd, SYNC_EXEC_FAILED, r, 0);
 	_exit(r == ENOENT || r == ENOTDIR ? MOAT_EXIT_NOTFOUND : MOAT_EXIT_NOEXEC);
@@ -543,6 +600,9 @@ _noreturn_ static void keeper_main(struct spawn_plan *p)
 		}
 		sup_netns_setup(p->sync_fd);
 	}
+	/* A warm start: everything above is done before the command is known. */
+	if (p->wait_argv && !(p->argv = recv_argv(p->sync_fd)))
+		child_fail(p->sync_fd, STAGE_SYNC, EPROTO);
 
 	cmd = fork();
 	if (cmd < 0)

@@ -47,6 +47,7 @@
 #include "cleanup.h"
 #include "creds.h"
 #include "dispatch.h"
+#include "events.h"
 #include "log.h"
 #include "macros.h"
 #include "missing-seccomp.h"
@@ -228,9 +229,14 @@ struct run {
 	uint64_t t_start, t_end;
 	char *not_enforced[8];
 	size_t n_not_enforced;
+	/* --start-fd: the request read so far, and whether the command was given */
+	char *start_buf;
+	size_t start_len;
+	bool started;
 };
 
 static void stop(struct run *R, enum sup_reason reason, int sig);
+static uint64_t wall_ns(void);
 static void audit_header(struct run *R);
 
 /* ---- the notifier thread ---- */
@@ -502,6 +508,85 @@ static void on_signal(struct run *R)
 	}
 }
 
+static void start_timeout(struct run *R)
+{
+	struct itimerspec its = { 0 };
+	double t = R->o->timeout;
+
+	if (t <= 0)
+		return;
+	its.it_value.tv_sec = (time_t)t;
+	its.it_value.tv_nsec = (long)((t - (double)(time_t)t) * 1e9);
+	R->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+	timerfd_settime(R->timerfd, 0, &its, NULL);
+	ep_add(R->epfd, R->timerfd);
+}
+
+/*
+ * --start-fd: the sandbox is built and waits (a warm start, for moat serve's pool); the
+ * command comes as one JSON object, {"argv": [...], "timeout": SECONDS}, ended by EOF.
+ * The run's clock and its timeout start then. EOF without a command ends the run
+ * (reason setup-failed, ECANCELED): the pool discards a sandbox that way.
+ */
+#define START_REQ_MAX (256 * 1024)
+static void on_start(struct run *R)
+{
+	struct sup_opts *o = R->o;
+	char chunk[16384];
+	ssize_t n = read(o->start_fd, chunk, sizeof(chunk));
+	json_t *j, *a, *v;
+	char **argv;
+	size_t i;
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n > 0) {
+		char *b = R->start_len + (size_t)n <= START_REQ_MAX ?
+				  realloc(R->start_buf, R->start_len + (size_t)n + 1) : NULL;
+
+		if (!b)
+			goto bad;
+		R->start_buf = b;
+		memcpy(b + R->start_len, chunk, (size_t)n);
+		R->start_len += (size_t)n;
+		return;
+	}
+	epoll_ctl(R->epfd, EPOLL_CTL_DEL, o->start_fd, NULL);
+	if (!R->start_len) {
+		R->setup_errno = ECANCELED;
+		stop(R, SUP_REASON_SETUP_FAILED, 0);
+		return;
+	}
+	j = json_loadb(R->start_buf, R->start_len, 0, NULL);
+	a = json_object_get(j, "argv");
+	v = json_object_get(j, "timeout");
+	if (!json_is_array(a) || !json_array_size(a) || (v && !(json_number_value(v) > 0))) {
+		json_decref(j);
+		goto bad;
+	}
+	argv = calloc(json_array_size(a) + 1, sizeof(char *));
+	json_array_foreach(a, i, v)
+		if (!argv || !json_is_string(v) || !(argv[i] = strdup(json_string_value(v)))) {
+			json_decref(j);
+			goto bad;
+		}
+	if ((v = json_object_get(j, "timeout")))
+		o->timeout = json_number_value(v);
+	json_decref(j);
+	o->argv = argv; /* lives until exit, like the argv of the command line */
+	R->started = true;
+	R->t_start = now_mono_ns();
+	R->start_wall_ns = wall_ns();
+	start_timeout(R);
+	if (spawn_send_argv(R->syncfd, argv) < 0)
+		goto bad;
+	return;
+bad:
+	log_error("--start-fd: expected {\"argv\": [...], \"timeout\": SECONDS}");
+	R->setup_errno = EPROTO;
+	stop(R, SUP_REASON_SETUP_FAILED, 0);
+}
+
 static int loop(struct run *R)
 {
 	struct epoll_event evs[8];
@@ -522,6 +607,8 @@ static int loop(struct run *R)
 				on_signal(R);
 			else if (fd == R->pidfd)
 				reap(R);
+			else if (fd == R->o->start_fd && !R->started)
+				on_start(R);
 			else if (fd == R->timerfd) {
 				uint64_t x;
 				(void)!read(R->timerfd, &x, sizeof(x));
@@ -699,6 +786,33 @@ static void not_enforced(struct run *R, const char *what)
 	if (R->n_not_enforced < ELEMENTSOF(R->not_enforced))
 		R->not_enforced[R->n_not_enforced++] = strdup(what);
 	log_warning("%s", what);
+}
+
+/* ---- live events (events.h) ---- */
+
+static void run_events(struct run *R, int status)
+{
+	const struct rusage *ru = &R->ru;
+	uint64_t cpu_ns;
+
+	if (!R->ctx.events)
+		return;
+	switch (R->reason) {
+	case SUP_REASON_TIMEOUT:
+	case SUP_REASON_MEMORY:
+	case SUP_REASON_PIDS:
+	case SUP_REASON_CPU:
+		events_limit(R->ctx.events, sup_reason_name(R->reason), NULL);
+		break;
+	default:
+		break;
+	}
+	cpu_ns = (uint64_t)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000000000ull +
+		 (uint64_t)(ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) * 1000ull;
+	events_result(R->ctx.events, status, sup_reason_name(R->reason), R->t_end - R->t_start,
+		      cpu_ns, atomic_load(&R->ctx.n.denied));
+	events_close(R->ctx.events);
+	R->ctx.events = NULL;
 }
 
 /* ---- the audit stream ---- */
@@ -980,6 +1094,8 @@ int sup_run(struct sup_opts *o)
 			    "processes of this uid", R->feat.landlock_abi);
 
 	plan.opts = o;
+	plan.argv = o->argv;
+	plan.wait_argv = o->start_fd >= 0;
 	plan.features = &R->feat;
 	plan.namespaced = R->ctx.namespaced;
 	plan.cwd = vfs_initial_cwd(o->vfs);
@@ -1005,6 +1121,10 @@ int sup_run(struct sup_opts *o)
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	R->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+
+	/* Before the sandbox exists: its path is never one the sandbox could have planted. */
+	if (o->events_spec && events_open(o->events_spec, &R->ctx.events) < 0)
+		return MOAT_EXIT_FAILURE;
 
 	R->keeper = spawn_start(&plan, &R->pidfd);
 	safe_close(sv[1]);
@@ -1056,13 +1176,12 @@ int sup_run(struct sup_opts *o)
 	ep_add(R->epfd, R->sigfd);
 	if (R->pidfd >= 0)
 		ep_add(R->epfd, R->pidfd);
-	if (o->timeout > 0) {
-		struct itimerspec its = { 0 };
-		its.it_value.tv_sec = (time_t)o->timeout;
-		its.it_value.tv_nsec = (long)((o->timeout - (double)(time_t)o->timeout) * 1e9);
-		R->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
-		timerfd_settime(R->timerfd, 0, &its, NULL);
-		ep_add(R->epfd, R->timerfd);
+	if (o->start_fd >= 0) {
+		fcntl(o->start_fd, F_SETFD, FD_CLOEXEC);
+		fcntl(o->start_fd, F_SETFL, fcntl(o->start_fd, F_GETFL) | O_NONBLOCK);
+		ep_add(R->epfd, o->start_fd);
+	} else {
+		start_timeout(R);
 	}
 
 	if (o->audit_path && audit_start(R) < 0) {
@@ -1105,6 +1224,7 @@ int sup_run(struct sup_opts *o)
 	else if (R->reason == SUP_REASON_MEMORY)
 		log_notice("killed: the run exceeded its memory limit");
 	denial_summary(R);
+	run_events(R, status);
 	if (o->report_path)
 		write_report(R, status);
 	if (R->ctx.audit) {

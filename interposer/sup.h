@@ -2,9 +2,9 @@
 /*
  * interposer internals: the supervisor.
  *
- * Lifecycle: sup_opts filled by the CLI -> sup_new() (policy, vfs, filter compiled once)
- * -> sup_run() (spawn, notification loop, limits, reaping; returns the exit status moat
- * should exit with) -> sup_free().
+ * Lifecycle: the CLI fills struct sup_opts (the vfs and net built from options and policy
+ * files) -> sup_run() (spawn, notification loop, limits, reaping, report; returns the
+ * exit status moat should exit with). The filter is compiled at build time (filter.c).
  *
  * One notification makes exactly one pass: notify.c receives it, dispatch.c decodes it
  * with syscall-table, copies arguments with mem.c, re-validates the id, asks vfs (or the
@@ -56,6 +56,8 @@ struct sup_opts {
 	char **keep_env;              /* --keep-env NAME */
 	size_t n_keep_env;
 	const char *report_path;
+	const char *events_spec;       /* --events FILE|fd:N (events.h) */
+	int start_fd;                 /* --start-fd N: the command arrives here later, or -1 */
 	const char *audit_path;
 	const char *audit_key;
 	const char *session, *tenant;

@@ -20,9 +20,9 @@
 #include <cmocka.h>
 
 #include "cgroup.h"
+#include "log.h"
 #include "pipe-io.h"
 
-int moat_log_level = 3;
 
 static void sleep_forever(void)
 {
@@ -230,6 +230,7 @@ static int setup(void **state)
 
 int main(void)
 {
+	moat_log_level = LOG_LEVEL_ERR; /* errors only: the output is TAP */
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_tree_with_orphan, teardown),
 		cmocka_unit_test_teardown(test_forking_tree, teardown),

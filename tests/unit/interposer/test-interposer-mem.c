@@ -15,9 +15,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "log.h"
 #include "sup.h"
 
-int moat_log_level = 3;
 
 static size_t ps;
 
@@ -239,6 +239,7 @@ static void test_gone_process(void **state)
 
 int main(void)
 {
+	moat_log_level = LOG_LEVEL_ERR; /* errors only: the output is TAP */
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_string_ends_at_page_end_protnone),
 		cmocka_unit_test(test_string_ends_at_page_end_unmapped),

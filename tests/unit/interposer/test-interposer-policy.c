@@ -16,12 +16,12 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "log.h"
 #include "net.h"
 #include "policy.h"
 #include "proc-ops.h"
 #include "vfs.h"
 
-int moat_log_level = 3;
 
 #if defined(__SANITIZE_ADDRESS__)
 #define UNDER_ASAN 1
@@ -456,6 +456,7 @@ static int teardown(void **state)
 
 int main(int argc, char **argv)
 {
+	moat_log_level = LOG_LEVEL_ERR; /* errors only: the output is TAP */
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_header_required),
 		cmocka_unit_test(test_comments_blanks_and_items),

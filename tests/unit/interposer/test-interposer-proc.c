@@ -22,10 +22,10 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "proc-ops.h"
+#include "log.h"
 #include "pipe-io.h"
+#include "proc-ops.h"
 
-int moat_log_level = 3;
 
 static int report_fd;
 
@@ -290,6 +290,7 @@ static void test_namespaced(void **state)
 
 int main(void)
 {
+	moat_log_level = LOG_LEVEL_ERR; /* errors only: the output is TAP */
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_unnamespaced, teardown),
 		cmocka_unit_test_teardown(test_namespaced, teardown),

@@ -47,7 +47,7 @@ static void put(const char *rel, const char *content)
 	char p[PATH_MAX];
 	FILE *f;
 
-	snprintf(p, sizeof(p), "%s/%s", T, rel);
+	assert_true(snprintf(p, sizeof(p), "%s/%s", T, rel) < (int)sizeof(p));
 	f = fopen(p, "w");
 	assert_non_null(f);
 	fputs(content, f);
@@ -58,7 +58,7 @@ static void dir(const char *rel)
 {
 	char p[PATH_MAX];
 
-	snprintf(p, sizeof(p), "%s/%s", T, rel);
+	assert_true(snprintf(p, sizeof(p), "%s/%s", T, rel) < (int)sizeof(p));
 	assert_int_equal(mkdir(p, 0755), 0);
 }
 
@@ -66,9 +66,9 @@ static void lnk(const char *rel, const char *target)
 {
 	char p[PATH_MAX], t[PATH_MAX];
 
-	snprintf(p, sizeof(p), "%s/%s", T, rel);
+	assert_true(snprintf(p, sizeof(p), "%s/%s", T, rel) < (int)sizeof(p));
 	if (strncmp(target, "W/", 2) == 0)
-		snprintf(t, sizeof(t), "%s/ws/%s", T, target + 2);
+		assert_true(snprintf(t, sizeof(t), "%s/ws/%s", T, target + 2) < (int)sizeof(t));
 	else
 		snprintf(t, sizeof(t), "%s", target);
 	assert_int_equal(symlink(t, p), 0);
@@ -436,7 +436,7 @@ static void test_unnamespaced(void **state)
 
 	(void)state;
 	make_chain();
-	snprintf(ws, sizeof(ws), "%s/ws", T);
+	assert_true(snprintf(ws, sizeof(ws), "%s/ws", T) < (int)sizeof(ws));
 	assert_int_equal(chdir(ws), 0);
 	assert_int_equal(vfs_new(NULL, &v), 0);
 	assert_int_equal(vfs_set_home(v, ws), 0);
