@@ -663,7 +663,9 @@ static void inet_bind(struct sup_call *c, int sock, const struct sockinfo *si,
 			return refuse(c, -r, v.rule[0] ? v.rule : "bind needs an allow-bind rule");
 		snprintf(c->verdict.rule, sizeof(c->verdict.rule), "%s", v.rule);
 	}
-	/* a port below 1024 takes the caller's CAP_NET_BIND_SERVICE, which it has not */
+	/* as the caller: on a host-side socket a port below 1024 then takes the caller's
+	 * CAP_NET_BIND_SERVICE, which it has not (in the sandbox's own network namespace
+	 * we own its user namespace, and the kernel lets us, as before) */
 	r = creds_caller(c->tid, c->req->id, 0);
 	if (r < 0)
 		return reply(c, r);
