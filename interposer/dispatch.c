@@ -13,8 +13,11 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <linux/openat2.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
@@ -299,11 +302,106 @@ static void comm_changes(struct sup_call *c)
 
 /* --- open family ---------------------------------------------------------------------- */
 
+/*
+ * A FIFO open that waits for its other end (vfs_open_nowait()) runs on a thread of its
+ * own, which answers the notification itself, so that the notifier goes on answering
+ * every other call meanwhile. The thread holds only what it was given: a copy of the
+ * listener, the FIFO's O_PATH fd and the flags (the vfs may be gone before it ends). A
+ * timer interrupts its open every FIFO_POLL_MS (the notifier threads' SIGUSR2, no
+ * SA_RESTART) to see whether the caller is still there; a caller that died ends it.
+ * At most FIFO_WAITERS wait at once; beyond that the open fails with EAGAIN.
+ */
+#define FIFO_WAITERS 64
+#define FIFO_POLL_MS 250
+#ifndef sigev_notify_thread_id
+#define sigev_notify_thread_id _sigev_un._tid /* glibc before 2.39 */
+#endif
+
+struct fifo_wait {
+	int listener, fd, flags;
+	unsigned fd_flags;
+	uint64_t id;
+};
+
+static atomic_int fifo_waiting;
+
+static void *fifo_wait_main(void *arg)
+{
+	struct fifo_wait *fw = arg;
+	struct sigevent sev = { .sigev_notify = SIGEV_THREAD_ID, .sigev_signo = SIGUSR2 };
+	struct itimerspec its = { { 0, FIFO_POLL_MS * 1000000L }, { 0, FIFO_POLL_MS * 1000000L } };
+	char proc[64];
+	timer_t timer;
+	bool have_timer;
+	int fd;
+
+	sev.sigev_notify_thread_id = gettid();
+	have_timer = timer_create(CLOCK_MONOTONIC, &sev, &timer) == 0 &&
+		     timer_settime(timer, 0, &its, NULL) == 0;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fw->fd);
+	for (;;) {
+		fd = open(proc, (fw->flags & ~(O_CREAT | O_EXCL | O_NOFOLLOW)) | O_CLOEXEC);
+		if (fd < 0)
+			fd = -errno;
+		if (fd != -EINTR || !notify_id_valid(fw->listener, fw->id))
+			break; /* opened, failed, or the caller is gone: nobody to answer */
+	}
+	if (have_timer)
+		timer_delete(timer);
+	if (fd >= 0) {
+		int r = notify_addfd_send(fw->listener, fw->id, fd, fw->fd_flags);
+
+		if (r < 0 && r != -ENOENT)
+			notify_reply(fw->listener, fw->id, 0, r == -EMFILE ? EMFILE : EIO);
+		close(fd);
+	} else if (fd != -EINTR) {
+		notify_reply(fw->listener, fw->id, 0, -fd);
+	}
+	close(fw->fd);
+	close(fw->listener);
+	free(fw);
+	atomic_fetch_sub(&fifo_waiting, 1);
+	return NULL;
+}
+
+/* Takes fd (the FIFO's O_PATH fd). */
+static void defer_fifo_open(struct sup_call *c, int fd, int flags)
+{
+	struct fifo_wait *fw = NULL;
+	pthread_attr_t attr;
+	pthread_t t;
+	bool started = false;
+
+	if (atomic_fetch_add(&fifo_waiting, 1) < FIFO_WAITERS && (fw = calloc(1, sizeof(*fw)))) {
+		*fw = (struct fifo_wait){ .fd = fd, .flags = flags, .id = c->req->id,
+					  .fd_flags = (flags & O_CLOEXEC) ? O_CLOEXEC : 0 };
+		fw->listener = fcntl(c->s->listener, F_DUPFD_CLOEXEC, 3);
+		if (fw->listener >= 0 && pthread_attr_init(&attr) == 0) {
+			pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+			/* it starts with this thread's credentials and umask, which are the
+			 * caller's now (creds.h): its open is the caller's too */
+			started = pthread_create(&t, &attr, fifo_wait_main, fw) == 0;
+			pthread_attr_destroy(&attr);
+		}
+	}
+	if (started) {
+		c->outcome = CALL_REPLIED;
+		return;
+	}
+	if (fw && fw->listener >= 0)
+		close(fw->listener);
+	free(fw);
+	close(fd);
+	atomic_fetch_sub(&fifo_waiting, 1);
+	deny(c, EAGAIN, "too many FIFO opens waiting for their other end");
+}
+
 static void do_open(struct sup_call *c, int64_t dirfd, uint64_t path_addr, int flags,
 		    mode_t mode, uint64_t resolve)
 {
 	char base[PATH_MAX];
 	struct vfs_caller caller;
+	bool wait;
 	int r;
 
 	if (c->s->audit) /* the flags are for the record only */
@@ -313,12 +411,16 @@ static void do_open(struct sup_call *c, int64_t dirfd, uint64_t path_addr, int f
 		return set_result(c, r);
 	if (!still_valid(c))
 		return set_result(c, -ESRCH);
-	r = make_caller(c, dirfd, c->path, base, &caller);
+	/* RESOLVE_IN_ROOT and RESOLVE_BENEATH scope even an absolute path to dirfd */
+	r = make_caller(c, dirfd, (resolve & (RESOLVE_IN_ROOT | RESOLVE_BENEATH)) ? "." : c->path,
+			base, &caller);
 	if (r < 0)
 		return set_result(c, r);
-	r = vfs_open(c->s->vfs, &caller, c->path, flags, mode, resolve, &c->verdict);
+	r = vfs_open_nowait(c->s->vfs, &caller, c->path, flags, mode, resolve, &wait, &c->verdict);
 	if (r < 0)
 		return set_result(c, r);
+	if (wait)
+		return defer_fifo_open(c, r, flags);
 	if ((flags & O_ACCMODE) != O_RDONLY && names_comm(c->verdict.vpath))
 		atomic_store(&c->s->comm_nocache, true); /* see read_comm() */
 	c->fd = r;
@@ -350,6 +452,15 @@ static void handle_openat2(struct sup_call *c)
 		return set_result(c, r);
 	if (how.flags >> 32)
 		return set_result(c, -EINVAL);
+	/* The kernel's own check of flags, mode and resolve bits (unknown bits, BENEATH
+	 * with IN_ROOT, a mode without O_CREAT, ...), which comes before it reads the path:
+	 * asked with an empty path, it answers that error, or ENOENT for the empty name,
+	 * never touching a file. */
+	r = (int)syscall(SYS_openat2, AT_FDCWD, "", &how, sizeof(how));
+	if (r >= 0)
+		close(r);
+	else if (errno != ENOENT)
+		return set_result(c, negative_errno());
 	do_open(c, (int64_t)ARG(c, 0), ARG(c, 1), (int)how.flags, (mode_t)how.mode, how.resolve);
 }
 
@@ -537,6 +648,28 @@ static void handle_unlink(struct sup_call *c, int64_t dirfd, uint64_t path, int 
 	set_result(c, vfs_unlink(c->s->vfs, &caller, c->path, flags, &c->verdict));
 }
 
+/* linkat(fd, "", newdirfd, newpath, AT_EMPTY_PATH), as for O_TMPFILE: the caller's fd is
+ * taken once, and the decision (where its link says it is) and the link are on that
+ * copy. */
+static int link_fd(struct sup_call *c, int64_t fd, const struct vfs_caller *nc)
+{
+	_cleanup_close_ int copy = -1;
+	char proc[64];
+	ssize_t n;
+
+	if ((int)fd == AT_FDCWD)
+		return -EPERM; /* the cwd: a directory */
+	copy = tracee_getfd(c, (int)fd);
+	if (copy < 0)
+		return copy;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", copy);
+	n = readlink(proc, c->path, PATH_MAX - 1);
+	if (n < 0)
+		return -EBADF;
+	c->path[n] = '\0';
+	return vfs_link_fd(c->s->vfs, copy, c->path, nc, c->path2, &c->verdict);
+}
+
 /* rename/link: two paths, each with its own dirfd. */
 static void handle_two_paths(struct sup_call *c, int64_t olddirfd, uint64_t oldpath,
 			     int64_t newdirfd, uint64_t newpath, unsigned flags, bool is_link)
@@ -552,12 +685,16 @@ static void handle_two_paths(struct sup_call *c, int64_t olddirfd, uint64_t oldp
 		return set_result(c, r);
 	if (!still_valid(c))
 		return set_result(c, -ESRCH);
-	r = make_caller(c, olddirfd, c->path, obase, &oc);
+	/* AT_EMPTY_PATH: the old "path" is the fd itself, whatever it is */
+	r = is_link && (flags & AT_EMPTY_PATH) && c->path[0] == '\0' ? 0 :
+	    make_caller(c, olddirfd, c->path, obase, &oc);
 	if (r >= 0)
 		r = make_caller(c, newdirfd, c->path2, nbase, &nc);
 	if (r < 0)
 		return set_result(c, r);
-	if (is_link)
+	if (is_link && (flags & AT_EMPTY_PATH) && c->path[0] == '\0')
+		r = link_fd(c, olddirfd, &nc);
+	else if (is_link)
 		r = vfs_link(c->s->vfs, &oc, c->path, &nc, c->path2, (int)flags, &c->verdict);
 	else
 		r = vfs_rename(c->s->vfs, &oc, c->path, &nc, c->path2, flags, &c->verdict);
@@ -680,17 +817,48 @@ static void handle_statfs(struct sup_call *c)
 
 /* --- metadata through an fd ------------------------------------------------------- */
 
+#define XATTR_PRIV_RULE "security.* and trusted.* xattrs need capabilities the sandbox lacks"
+#define DEVICE_META_RULE "a device node's metadata is the host's: not changed"
+
+/* security.* (file capabilities, LSM labels) and trusted.* need CAP_SETFCAP or
+ * CAP_SYS_ADMIN, which the sandbox never has: the kernel would refuse the caller, so the
+ * supervisor, which has them, must refuse on its behalf. */
+static bool privileged_xattr(const char *name)
+{
+	return strncmp(name, "security.", 9) == 0 || strncmp(name, "trusted.", 8) == 0;
+}
+
+/* Device nodes are the host's (mknod of one is refused): their mode, owner, times and
+ * ACLs are the host's /dev, whatever mapping shows them. */
+static bool is_device(mode_t m)
+{
+	return S_ISCHR(m) || S_ISBLK(m);
+}
+
+/* A memfd's link reads "/memfd:NAME (deleted)": an object of the sandbox's own, on the
+ * kernel's internal shm mount, with no place in the view to protect. */
+static bool is_memfd(int fd, const char *link, const struct stat *st)
+{
+	struct statfs sf;
+
+	return strncmp(link, "/memfd:", 7) == 0 && st->st_nlink == 0 && fstatfs(fd, &sf) == 0 &&
+	       (sf.f_type == TMPFS_MAGIC || sf.f_type == HUGETLBFS_MAGIC);
+}
+
 /*
  * fchmod, fchown, fsetxattr, fremovexattr need only ownership of the file, not a fd
  * opened for writing, so a file opened read-only from a read-only mapping could be
  * changed on the host in unnamespaced mode (no read-only mount in the way, and Landlock
- * has no right for it). Decide on the fd's path as for the path-based twin, then act
- * on the fd itself: its path names where it is, the fd what it is.
+ * has no right for it). The fd is taken from the caller once, and both the decision
+ * and the act are on that copy: the fd number is the caller's to dup2() another file
+ * onto at any moment, the copy is ours. Its /proc link names where it is (the policy's
+ * path), the copy what it is.
  */
 static void handle_fd_meta(struct sup_call *c)
 {
 	char proc[64], name[XATTR_NAME_MAX + 1], value[65536];
 	_cleanup_close_ int fd = -1;
+	struct stat st;
 	size_t size = 0;
 	ssize_t n;
 	int r;
@@ -710,21 +878,33 @@ static void handle_fd_meta(struct sup_call *c)
 	}
 	if (!still_valid(c))
 		return set_result(c, -ESRCH);
-	snprintf(proc, sizeof(proc), "/proc/%d/fd/%d", c->tid, (int)ARG(c, 0));
-	n = readlink(proc, c->path, PATH_MAX - 1);
-	if (n < 0)
-		return set_result(c, -EBADF);
-	c->path[n] = '\0';
-	c->has_path = true;
-	/* Pipes, sockets and anonymous inodes have no place in the view to protect. */
-	if (c->path[0] == '/') {
-		r = vfs_decide(c->s->vfs, c->path, VFS_WANT_WRITE, &c->verdict);
-		if (r < 0)
-			return set_result(c, r);
-	}
 	fd = tracee_getfd(c, (int)ARG(c, 0));
 	if (fd < 0)
 		return set_result(c, fd);
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	n = readlink(proc, c->path, PATH_MAX - 1);
+	if (n < 0 || fstat(fd, &st) < 0)
+		return set_result(c, -EBADF);
+	c->path[n] = '\0';
+	c->has_path = true;
+	if ((c->e->id == SC_fsetxattr || c->e->id == SC_fremovexattr) && privileged_xattr(name))
+		return deny(c, EPERM, XATTR_PRIV_RULE);
+	if (is_device(st.st_mode))
+		return deny(c, EPERM, DEVICE_META_RULE);
+	/* Pipes, sockets and anonymous inodes have no place in the view to protect. */
+	if (c->path[0] == '/' && !is_memfd(fd, c->path, &st)) {
+		char vpath[PATH_MAX];
+		size_t len = (size_t)n;
+
+		/* an unlinked file reads "PATH (deleted)": decided where it was */
+		str_copy(vpath, sizeof(vpath), c->path);
+		if (st.st_nlink == 0 && len > 10 && streq(vpath + len - 10, " (deleted)"))
+			vpath[len - 10] = '\0';
+		r = vfs_decide(c->s->vfs, vpath, VFS_WANT_WRITE, &c->verdict);
+		if (r < 0)
+			return set_result(c, r);
+	}
+	/* the act itself is the caller's: the kernel checks ownership and capabilities */
 	if ((r = creds_caller(c->tid, c->req->id, 0)) < 0)
 		return set_result(c, r);
 	switch (c->e->id) {
@@ -751,6 +931,7 @@ static void handle_xattr(struct sup_call *c, bool nofollow, int op)
 	char base[PATH_MAX], name[XATTR_NAME_MAX + 1], name_unused[NAME_MAX + 1], proc[64];
 	char value[XATTR_SIZE_MAX > 65536 ? 65536 : XATTR_SIZE_MAX];
 	struct vfs_caller caller;
+	struct stat st;
 	unsigned want;
 	size_t size;
 	int r, fd;
@@ -775,6 +956,10 @@ static void handle_xattr(struct sup_call *c, bool nofollow, int op)
 	fd = vfs_resolve(c->s->vfs, &caller, c->path, want, name_unused, &c->verdict);
 	if (fd < 0)
 		return set_result(c, fd);
+	if (op >= 2 && (privileged_xattr(name) || (fstat(fd, &st) == 0 && is_device(st.st_mode)))) {
+		safe_close(fd);
+		return deny(c, EPERM, privileged_xattr(name) ? XATTR_PRIV_RULE : DEVICE_META_RULE);
+	}
 	/* The O_PATH fd is the object itself; its /proc link lands on it without any
 	 * further lookup of a name the sandbox could swap. */
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
@@ -800,12 +985,46 @@ static void handle_xattr(struct sup_call *c, bool nofollow, int op)
 	set_result(c, r);
 }
 
+/*
+ * Whether the directory (an O_PATH fd, at vpath in the view) holds an entry the view
+ * hides: its events would carry that entry's name, and the inotify fd is read natively,
+ * where nothing can filter them. -errno when it cannot be read.
+ */
+static int holds_hidden(struct sup_call *c, int fd, const char *vpath)
+{
+	static __thread char buf[32768];
+	_cleanup_close_ int dfd = -1;
+	char proc[64];
+	ssize_t n;
+
+	if (!vfs_dir_needs_filter(c->s->vfs, vpath))
+		return 0;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	dfd = open(proc, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return negative_errno();
+	while ((n = syscall(SYS_getdents64, dfd, buf, sizeof(buf))) > 0)
+		if (vfs_filter_dirents(c->s->vfs, vpath, buf, (size_t)n) != (size_t)n)
+			return 1;
+	return n < 0 ? negative_errno() : 0;
+}
+
+/*
+ * A watch is added by the supervisor on the object the vfs resolved, to the caller's
+ * inotify instance. Its events are read natively and name the directory's entries,
+ * hidden ones too: a watch on a directory that holds a hidden entry is refused
+ * (EACCES, as for a directory one may not read). The sandbox cannot create a hidden
+ * name itself; a hidden name that a process outside creates later in a watched
+ * directory does show in its events.
+ */
 static void handle_inotify_add_watch(struct sup_call *c)
 {
 	char base[PATH_MAX], name[NAME_MAX + 1], proc[64];
 	_cleanup_close_ int ino = -1, fd = -1;
 	struct vfs_caller caller;
 	uint32_t mask = (uint32_t)ARG(c, 2);
+	struct stat st;
+	int r;
 
 	if (prep_path(c, AT_FDCWD, ARG(c, 1), c->path, base, &caller) < 0)
 		return;
@@ -814,6 +1033,14 @@ static void handle_inotify_add_watch(struct sup_call *c)
 			 &c->verdict);
 	if (fd < 0)
 		return set_result(c, fd);
+	if (fstat(fd, &st) < 0)
+		return set_result(c, negative_errno());
+	if (S_ISDIR(st.st_mode) && (r = holds_hidden(c, fd, c->verdict.vpath)) != 0) {
+		if (r < 0)
+			return set_result(c, r);
+		return deny(c, EACCES, "inotify: the directory holds hidden entries, whose names "
+				       "its events would show");
+	}
 	ino = tracee_getfd(c, (int)ARG(c, 0));
 	if (ino < 0)
 		return set_result(c, ino);

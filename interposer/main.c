@@ -48,6 +48,7 @@ static const char run_usage[] =
 	"  --setenv NAME VALUE    --keep-env NAME     --stdin    --tty (keeps the terminal, implies --stdin)\n"
 	"Limits (for the whole run):\n"
 	"  --timeout SECS  --memory SIZE  --pids N  --cpu SECS  --nofile N  --fsize SIZE\n"
+	"  --disk SIZE            room for all the run writes privately (/tmp, /dev/shm, home)\n"
 	"  --strict               refuse to run when a limit cannot be enforced\n"
 	"Output:\n"
 	"  -v, --verbose          one line per denial on stderr\n"
@@ -123,7 +124,7 @@ static int parse_u64(const char *s, uint64_t *ret)
 
 enum {
 	OPT_MODE = 1000, OPT_TTY, OPT_STDIN, OPT_STRICT, OPT_TIMEOUT, OPT_MEMORY, OPT_PIDS,
-	OPT_CPU, OPT_NOFILE, OPT_FSIZE, OPT_SETENV, OPT_KEEPENV, OPT_REPORT, OPT_AUDIT,
+	OPT_CPU, OPT_NOFILE, OPT_FSIZE, OPT_DISK, OPT_SETENV, OPT_KEEPENV, OPT_REPORT, OPT_AUDIT,
 	OPT_AUDIT_KEY, OPT_AUDIT_STACKS, OPT_SESSION, OPT_TENANT, OPT_POLICY, OPT_PROFILE,
 	OPT_DIRECTIVE, OPT_JSON, OPT_EVENTS, OPT_START_FD,
 };
@@ -141,6 +142,7 @@ static const struct option run_options[] = {
 	{ "cpu", required_argument, NULL, OPT_CPU },
 	{ "nofile", required_argument, NULL, OPT_NOFILE },
 	{ "fsize", required_argument, NULL, OPT_FSIZE },
+	{ "disk", required_argument, NULL, OPT_DISK },
 	{ "setenv", required_argument, NULL, OPT_SETENV },
 	{ "keep-env", required_argument, NULL, OPT_KEEPENV },
 	{ "report", required_argument, NULL, OPT_REPORT },
@@ -233,6 +235,10 @@ static int parse_run_options(struct cli *c, int argc, char **argv, const char *u
 		case OPT_MEMORY:
 			if (parse_size(optarg, &o->memory) < 0)
 				usage_fail(usage, "--memory takes a size such as 512M or 2G, not '%s'", optarg);
+			break;
+		case OPT_DISK:
+			if (parse_size(optarg, &o->disk) < 0)
+				usage_fail(usage, "--disk takes a size such as 512M or 2G, not '%s'", optarg);
 			break;
 		case OPT_FSIZE:
 			if (parse_size(optarg, &o->fsize) < 0)

@@ -146,11 +146,6 @@ int policy_apply(const struct policy *p, const struct vfs_proc_ops *ops, struct 
 
 		if (streq(it->word, "profile"))
 			continue;
-		if (streq(it->word, "tmpfs") && strpbrk(it->arg, " \t"))
-			/* The supervisor must see into every tmpfs, so each is a private host
-			 * directory (removed at exit), and nothing bounds its size. */
-			log_warning("%s: tmpfs SIZE is not enforced: the tmpfs is a private "
-				    "directory under the host's /tmp", it->origin);
 		msg[0] = '\0';
 		r = vfs_add_directive(v, it->word, it->arg, it->origin, msg, sizeof(msg));
 		if (r == -ENOENT)

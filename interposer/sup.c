@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -215,6 +216,7 @@ struct run {
 	int exec_errno;
 	int setup_errno, setup_stage;
 	struct cgroup_stats cgs;        /* read once at teardown */
+	uint64_t disk_used, disk_size;  /* --disk, read once at teardown */
 	struct rusage ru;               /* of every reaped descendant, at teardown */
 	struct vfs_change *changes;     /* owned copies, hashed once for report and audit */
 	size_t n_changes;
@@ -757,6 +759,12 @@ static void write_report(struct run *R, int status)
 		json_object_set_new(lim, "pids_limit_hits", json_integer((json_int_t)cs.pids_max_hits));
 		json_object_set_new(lim, "oom_kills", json_integer((json_int_t)cs.oom_kills));
 	}
+	if (R->disk_size)
+		/* full: the run met ENOSPC at its quota (tmpfs leaves no block free then) */
+		json_object_set_new(lim, "disk", json_pack("{s:I, s:I, s:b}", "size",
+							   (json_int_t)R->disk_size, "used",
+							   (json_int_t)R->disk_used, "full",
+							   R->disk_used + 65536 >= R->disk_size));
 	json_object_set_new(j, "limits", lim);
 	json_object_set_new(den, "total", json_integer((json_int_t)atomic_load(&R->ctx.n.denied)));
 	for (int id = 0; id < _SC_ID_MAX; id++) {
@@ -997,6 +1005,23 @@ static int setup_limits(struct run *R)
 	return 0;
 }
 
+/*
+ * --disk and sized tmpfs: the tmpfs that bound them are mounted over the private
+ * directories the supervisor and the sandbox share (vfs_needs_mounts()), in a mount
+ * namespace of the supervisor's own, so that the host's mount table never holds them
+ * and they go with the supervisor, whatever ends it. Its children (the keeper, the
+ * command) start in it. Still single-threaded here, as unshare(CLONE_NEWNS) needs.
+ */
+static int own_mount_ns(void)
+{
+	if (geteuid() != 0)
+		return log_error_errno(-EPERM, "--disk and a tmpfs SIZE need moat to run as root: "
+				       "they mount a tmpfs of that size (omit them to run unbounded)");
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+		return log_error_errno(-errno, "--disk: cannot make a mount namespace: %m");
+	return 0;
+}
+
 int sup_run(struct sup_opts *o)
 {
 	_cleanup_free_ struct run *R = calloc(1, sizeof(*R));
@@ -1065,6 +1090,10 @@ int sup_run(struct sup_opts *o)
 		if (ne[0])
 			not_enforced(R, ne);
 	}
+	if (o->disk)
+		vfs_set_disk_quota(o->vfs, o->disk);
+	if (vfs_needs_mounts(o->vfs) && own_mount_ns() < 0)
+		return MOAT_EXIT_FAILURE;
 	r = vfs_finalize(o->vfs, R->ctx.namespaced ? VFS_MODE_NAMESPACED : VFS_MODE_UNNAMESPACED,
 			 errbuf, sizeof(errbuf));
 	if (r < 0) {
@@ -1209,6 +1238,7 @@ int sup_run(struct sup_opts *o)
 		vfs_rebase(R->ctx.vfs, -1);
 	if (R->have_cg)
 		cg_stats(&R->cg, &R->cgs);
+	vfs_disk_usage(R->ctx.vfs, &R->disk_used, &R->disk_size);
 	getrusage(RUSAGE_CHILDREN, &R->ru);
 	if (o->report_path || R->ctx.audit)
 		collect_changes(R);

@@ -51,6 +51,7 @@ struct sup_opts {
 	uint64_t pids;                /* 0 = none */
 	uint64_t cpu;                 /* seconds, 0 = none */
 	uint64_t nofile, fsize;       /* 0 = default */
+	uint64_t disk;                /* --disk: bytes for everything private the run writes */
 	struct sup_env *env;          /* --setenv, in order */
 	size_t n_env;
 	char **keep_env;              /* --keep-env NAME */

@@ -153,9 +153,48 @@ static int opath_refused(const struct vfs__walk *w, struct vfs_verdict *verdict)
 	return -EOPNOTSUPP;
 }
 
+/*
+ * Opening a FIFO for reading only or writing only waits for the other end, and the
+ * supervisor must never wait for the sandbox. A writer is tried without waiting first
+ * (a reader is there: done, and O_NONBLOCK, which the program did not ask for, is cleared
+ * on the file description it will share). A reader, or a writer with no reader yet, gets
+ * a copy of the FIFO's O_PATH fd instead, for the caller to open through
+ * /proc/self/fd/N where waiting is harmless: the fd pins the very FIFO that was decided
+ * on, so a path swapped in the meantime changes nothing. Returns 0 when the open does not wait (open it now), an
+ * fd, or -errno.
+ */
+static int open_fifo_nowait(const struct vfs *v, const struct vfs__walk *w, int flags,
+                            bool *ret_wait, struct vfs_verdict *verdict)
+{
+	int fd, fl;
+
+	if (!ret_wait || !S_ISFIFO(w->st.st_mode) || (flags & (O_NONBLOCK | O_PATH)) ||
+	    (flags & O_ACCMODE) == O_RDWR)
+		return 0;
+	if ((flags & O_ACCMODE) == O_WRONLY) {
+		fd = vfs__reopen(v, w->fd, flags | O_NONBLOCK);
+		if (fd >= 0) {
+			fl = fcntl(fd, F_GETFL);
+			if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+				fl = negative_errno();
+				close(fd);
+				return ret_err(verdict, fl);
+			}
+			return fd;
+		}
+		if (fd != -ENXIO)
+			return ret_err(verdict, fd);
+	}
+	fd = fcntl(w->fd, F_DUPFD_CLOEXEC, 3);
+	if (fd < 0)
+		return ret_err(verdict, negative_errno());
+	*ret_wait = true;
+	return fd;
+}
+
 static int open_once(const struct vfs *v, const struct vfs_caller *c, const char *path,
                      int flags, mode_t mode, uint64_t resolve, struct vfs_verdict *verdict,
-                     bool *ret_retry)
+                     bool *ret_retry, bool *ret_wait)
 {
 	_cleanup_walk_ struct vfs__walk w = { .dirfd = -1, .fd = -1 };
 	int acc, r, fd;
@@ -217,31 +256,48 @@ static int open_once(const struct vfs *v, const struct vfs_caller *c, const char
 		return r;
 	if (!(flags & O_PATH) && (r = open_ctty(v, c, &w, flags, mode, verdict)) != 0)
 		return r;
+	if ((r = open_fifo_nowait(v, &w, flags, ret_wait, verdict)) != 0)
+		return r;
 	if (flags & O_PATH)
 		fd = vfs__reopen(v, w.fd, O_RDONLY | (S_ISDIR(w.st.st_mode) ? O_DIRECTORY : 0));
+	else if (tmpfile)
+		/* in the directory itself ("." of its fd: no name to swap), with the mode the
+		 * program gave (a reopen through /proc would take none) */
+		fd = RET_NERRNO(openat(w.fd, ".", (flags & ~(O_CREAT | O_EXCL | O_NOFOLLOW)) | O_CLOEXEC,
+		                       mode));
 	else
 		fd = vfs__reopen(v, open_source(&w), flags);
 	if (fd < 0)
 		return ret_err(verdict, fd);
-	if (writes && !tmpfile && S_ISREG(w.st.st_mode))
+	/* a memfd or an unlinked file (reopened through /proc/self/fd) leaves nothing */
+	if (writes && !tmpfile && S_ISREG(w.st.st_mode) && w.st.st_nlink > 0 && !w.own_object)
 		vfs__change_note(v, VFS_CHANGE_WRITTEN, w.vpath, NULL);
 	return fd;
+}
+
+_public_ int vfs_open_nowait(const struct vfs *v, const struct vfs_caller *c, const char *path,
+                             int flags, mode_t mode, uint64_t resolve, bool *ret_wait,
+                             struct vfs_verdict *verdict)
+{
+	bool retry;
+	int r;
+
+	if (ret_wait)
+		*ret_wait = false;
+	/* a racing creator can make O_CREAT without O_EXCL meet an existing name; the
+	 * kernel retries the lookup too (in open_last_lookups) */
+	for (int i = 0; i < 4; i++) {
+		r = open_once(v, c, path, flags, mode, resolve, verdict, &retry, ret_wait);
+		if (!retry)
+			return r;
+	}
+	return r;
 }
 
 _public_ int vfs_open(const struct vfs *v, const struct vfs_caller *c, const char *path, int flags,
                       mode_t mode, uint64_t resolve, struct vfs_verdict *verdict)
 {
-	bool retry;
-	int r;
-
-	/* a racing creator can make O_CREAT without O_EXCL meet an existing name; the
-	 * kernel retries the lookup too (in open_last_lookups) */
-	for (int i = 0; i < 4; i++) {
-		r = open_once(v, c, path, flags, mode, resolve, verdict, &retry);
-		if (!retry)
-			return r;
-	}
-	return r;
+	return vfs_open_nowait(v, c, path, flags, mode, resolve, NULL, verdict);
 }
 
 /* The walk's own stat of the last object is the answer: taken on the object's O_PATH fd,
@@ -500,6 +556,43 @@ _public_ int vfs_unlink(const struct vfs *v, const struct vfs_caller *c, const c
 	return 0;
 }
 
+/*
+ * The rules are by path. A directory that moves takes everything below it along, out of
+ * the reach of a rule that named a path below it, unless the rule matches there wherever
+ * the directory is (vfs__glob_moves_with()): renaming ~/.config would unhide
+ * ~/.config/gcloud, or make a read-only mapping below it writable in unnamespaced mode
+ * (where a mapping is no mount). Such a rename fails with EXDEV, as Landlock answers a
+ * rename that would change what a file is allowed: programs fall back to copying, and
+ * a copy reads through the view, where the hidden files are not.
+ */
+static int moves_out_of_rules(const struct vfs *v, const char *dir, const char *newdir,
+                              struct vfs_verdict *verdict)
+{
+	char why[sizeof(verdict->rule)];
+
+	for (size_t i = 0; i < v->n_globs; i++) {
+		const struct vfs__rule *g = v->globs[i];
+
+		if (vfs__glob_may_match_below(g->virt, dir) &&
+		    !vfs__glob_moves_with(g->virt, dir, newdir)) {
+			snprintf(why, sizeof(why), "rename: %s names paths below, which would not move",
+			         g->desc);
+			vfs__verdict(verdict, -EXDEV, why, dir);
+			return -EXDEV;
+		}
+	}
+	for (size_t i = 0; i < v->n_mounts; i++) {
+		const struct vfs__rule *m = v->mounts[i];
+
+		if (vfs__path_under(m->virt, dir) && !streq(m->virt, dir)) {
+			snprintf(why, sizeof(why), "rename: %s lies below, and would not move", m->desc);
+			vfs__verdict(verdict, -EXDEV, why, dir);
+			return -EXDEV;
+		}
+	}
+	return 0;
+}
+
 _public_ int vfs_rename(const struct vfs *v, const struct vfs_caller *oldc, const char *oldpath,
                         const struct vfs_caller *newc, const char *newpath, unsigned flags,
                         struct vfs_verdict *verdict)
@@ -535,6 +628,11 @@ _public_ int vfs_rename(const struct vfs *v, const struct vfs_caller *oldc, cons
 	/* each mapping is its own mount in the sandbox: no renames across them */
 	if (entry_mount(&o) != entry_mount(&n))
 		return ret_err(verdict, -EXDEV);
+	if (S_ISDIR(o.st.st_mode) && (r = moves_out_of_rules(v, o.vpath, n.vpath, verdict)) < 0)
+		return r;
+	if ((flags & RENAME_EXCHANGE) && S_ISDIR(n.st.st_mode) &&
+	    (r = moves_out_of_rules(v, n.vpath, o.vpath, verdict)) < 0)
+		return r;
 	if (renameat2(o.dirfd, o.hname, n.dirfd, n.hname, flags) < 0)
 		return ret_err(verdict, negative_errno());
 	vfs__change_note(v, VFS_CHANGE_RENAMED, n.vpath, o.vpath);
@@ -550,7 +648,8 @@ _public_ int vfs_link(const struct vfs *v, const struct vfs_caller *oldc, const 
 	_cleanup_walk_ struct vfs__walk o = { .dirfd = -1, .fd = -1 }, n = { .dirfd = -1, .fd = -1 };
 	int r;
 
-	if (flags & ~AT_SYMLINK_FOLLOW)
+	/* AT_EMPTY_PATH with a name is a plain link (the empty name is vfs_link_fd()'s) */
+	if (flags & ~(AT_SYMLINK_FOLLOW | AT_EMPTY_PATH))
 		return ret_err(verdict, -EINVAL);
 	r = vfs__walk(v, oldc, oldpath, (flags & AT_SYMLINK_FOLLOW) ? 0 : VFS__NOFOLLOW, 0, &o,
 	              verdict);
@@ -570,6 +669,47 @@ _public_ int vfs_link(const struct vfs *v, const struct vfs_caller *oldc, const 
 	if (o.mount_root || o.dirfd < 0 || entry_mount(&o) != entry_mount(&n))
 		return ret_err(verdict, -EXDEV);
 	if (linkat(o.dirfd, o.hname, n.dirfd, n.hname, 0) < 0)
+		return ret_err(verdict, negative_errno());
+	vfs__change_note(v, VFS_CHANGE_CREATED, n.vpath, NULL);
+	return 0;
+}
+
+_public_ int vfs_link_fd(const struct vfs *v, int fd, const char *fd_path,
+                         const struct vfs_caller *newc, const char *newpath,
+                         struct vfs_verdict *verdict)
+{
+	_cleanup_walk_ struct vfs__walk n = { .dirfd = -1, .fd = -1 };
+	const struct vfs__rule *m;
+	char where[PATH_MAX];
+	size_t len = strlen(fd_path);
+	struct stat st;
+	int r;
+
+	if (fstat(fd, &st) < 0)
+		return ret_err(verdict, negative_errno());
+	if (S_ISDIR(st.st_mode))
+		return ret_err(verdict, -EPERM);
+	/* a pipe, socket or memfd lives on a mount of the kernel's own */
+	if (fd_path[0] != '/' || len >= sizeof(where))
+		return ret_err(verdict, -EXDEV);
+	/* an O_TMPFILE or unlinked file reads "PATH (deleted)": it is where PATH was */
+	memcpy(where, fd_path, len + 1);
+	if (st.st_nlink == 0 && len > 10 && streq(where + len - 10, " (deleted)"))
+		where[len - 10] = '\0';
+	m = vfs__mount_covering(v, where);
+	if (!m)
+		return ret_err(verdict, -EXDEV);
+	/* the rules are by path: a new name for a denied file would be an open door */
+	r = vfs_decide(v, where, VFS_WANT_READ, verdict);
+	if (r < 0)
+		return r;
+	r = walk_new_entry(v, newc, newpath, &n, verdict);
+	if (r < 0)
+		return r;
+	/* each mapping is its own mount in the sandbox: no links across them */
+	if (entry_mount(&n) != m)
+		return ret_err(verdict, -EXDEV);
+	if (linkat(fd, "", n.dirfd, n.hname, AT_EMPTY_PATH) < 0)
 		return ret_err(verdict, negative_errno());
 	vfs__change_note(v, VFS_CHANGE_CREATED, n.vpath, NULL);
 	return 0;
@@ -608,7 +748,18 @@ static int meta_walk(const struct vfs *v, const struct vfs_caller *c, const char
 		return ret_err(verdict, r);
 	if (!w->exists)
 		return ret_err(verdict, -ENOENT);
-	return vfs__walk_policy(v, w, VFS_WANT_WRITE, verdict);
+	r = vfs__walk_policy(v, w, VFS_WANT_WRITE, verdict);
+	if (r < 0)
+		return r;
+	/* mknod of a device is refused, so every device node in the view is the host's own,
+	 * bound in (/dev): its mode, owner and times are the host's to keep, whatever the
+	 * mapping that shows it allows for writing to it */
+	if (S_ISCHR(w->st.st_mode) || S_ISBLK(w->st.st_mode)) {
+		vfs__verdict(verdict, -EPERM, "a device node's metadata is the host's: not changed",
+		             w->vpath);
+		return -EPERM;
+	}
+	return 0;
 }
 
 _public_ int vfs_chmod(const struct vfs *v, const struct vfs_caller *c, const char *path,

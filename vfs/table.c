@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <time.h>
@@ -186,6 +187,98 @@ bool vfs__glob_match(const char *pat, const char *path)
 	if (pat[0] != '/' || path[0] != '/')
 		return false;
 	return match_from(pat + 1, path + 1);
+}
+
+/*
+ * Whether pat could match a path strictly below dir (both absolute, dir canonical): dir's
+ * components match the glob's first ones and the glob goes on, or a "**" is reached,
+ * which may span anything. A glob that ends within dir's components matches dir or an
+ * ancestor of it, which the walker stops at before anything below.
+ */
+bool vfs__glob_may_match_below(const char *pat, const char *dir)
+{
+	const char *p = pat + 1, *d = dir + 1;
+
+	if (pat[0] != '/' || dir[0] != '/')
+		return false;
+	if (!*d)
+		return *p != '\0';
+	for (;;) {
+		const char *pe = strchrnul(p, '/'), *de = strchrnul(d, '/');
+
+		if (pe - p == 2 && p[0] == '*' && p[1] == '*')
+			return true;
+		if (p == pe || !match_comp(p, pe, d, de))
+			return false;
+		if (!*de)
+			return *pe != '\0';
+		if (!*pe)
+			return false;
+		p = pe + 1;
+		d = de + 1;
+	}
+}
+
+/* Whether the first n components of the glob tail sfx can match the last n components
+ * of path (a match of sfx that begins in path's own components). */
+static bool head_fits_end(const char *sfx, size_t n, const char *path)
+{
+	const char *s = path + strlen(path);
+
+	for (size_t i = 0; i < n; i++) {
+		while (s > path && s[-1] != '/')
+			s--;
+		if (s <= path + 1)
+			return false; /* fewer than n components */
+		s--;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const char *pe = strchrnul(sfx, '/'), *se = strchrnul(s + 1, '/');
+
+		if (!match_comp(sfx, pe, s + 1, se))
+			return false;
+		sfx = pe + 1;
+		s = se;
+	}
+	return true;
+}
+
+/*
+ * Whether what pat matches below dir is the same below newdir: pat is a literal prefix
+ * (no wildcard), then "**", then a tail of components with no "**", and both
+ * directories lie strictly below that prefix. "**" then spans the directory's own
+ * components whatever its name, and whether a path below it matches (or lies below a
+ * match) is decided by the path's components below the directory alone, unless a match
+ * of the tail could begin in the directory's own last components (a tail "a/b" and a
+ * directory named "a"): that is checked for both names. So the default profile's rule
+ * for .env files anywhere follows a renamed directory, and the literal
+ * "~/.config/gcloud" does not follow "~/.config" renamed.
+ */
+bool vfs__glob_moves_with(const char *pat, const char *dir, const char *newdir)
+{
+	const char *dstar = strstr(pat, "/**/");
+	const char *sfx = dstar ? dstar + 4 : NULL;
+	char prefix[PATH_MAX];
+	size_t plen, n = 1;
+
+	if (!dstar || !*sfx || strstr(sfx, "**"))
+		return false;
+	plen = (size_t)(dstar - pat);
+	if (plen >= sizeof(prefix))
+		return false;
+	memcpy(prefix, pat, plen);
+	prefix[plen] = '\0';
+	if (strpbrk(prefix, "*?\\[")) /* the prefix must be literal */
+		return false;
+	if (plen && !(vfs__path_under(dir, prefix) && !streq(dir, prefix) &&
+	              vfs__path_under(newdir, prefix) && !streq(newdir, prefix)))
+		return false;
+	for (const char *c = sfx; (c = strchr(c, '/')); c++)
+		n++;
+	for (size_t j = 1; j < n; j++)
+		if (head_fits_end(sfx, j, dir) || head_fits_end(sfx, j, newdir))
+			return false;
+	return true;
 }
 
 /* --- lookups (after finalize) ---------------------------------------------------------- */
@@ -450,6 +543,10 @@ _public_ struct vfs *vfs_free(struct vfs *v)
 	for (size_t i = 0; i < v->n_rules; i++) {
 		struct vfs__rule *r = &v->rules[i];
 
+		/* a sized tmpfs goes with its content; the empty backing dir is removed
+		 * with the private dir below */
+		if (r->mounted)
+			umount2(r->host, MNT_DETACH);
 		if (r->root_fd >= 0)
 			close(r->root_fd);
 		if (r->host_fd >= 0)
@@ -481,6 +578,8 @@ _public_ struct vfs *vfs_free(struct vfs *v)
 		close(v->host_root_fd);
 	if (v->proc_self_fd >= 0)
 		close(v->proc_self_fd);
+	if (v->private_mounted)
+		umount2(v->private_dir, MNT_DETACH);
 	if (v->private_dir)
 		rm_rf_at(AT_FDCWD, v->private_dir);
 	free(v->private_dir);
@@ -1099,6 +1198,49 @@ static int write_file(const char *path, const char *data, size_t n)
 
 static int refresh_fixed(struct vfs *v);
 
+_public_ int vfs_set_disk_quota(struct vfs *v, uint64_t bytes)
+{
+	if (v->finalized)
+		return -EBUSY;
+	v->disk_quota = bytes;
+	return 0;
+}
+
+_public_ bool vfs_needs_mounts(const struct vfs *v)
+{
+	if (v->disk_quota)
+		return true;
+	for (size_t i = 0; i < v->n_rules; i++)
+		if (v->rules[i].kind == VFS__TMPFS && v->rules[i].size && !v->rules[i].dead)
+			return true;
+	return false;
+}
+
+_public_ bool vfs_disk_usage(const struct vfs *v, uint64_t *ret_used, uint64_t *ret_size)
+{
+	struct statfs sf;
+
+	if (!v->private_mounted || statfs(v->private_dir, &sf) < 0)
+		return false;
+	*ret_size = v->disk_quota;
+	*ret_used = (uint64_t)(sf.f_blocks - sf.f_bfree) * (uint64_t)sf.f_bsize;
+	return true;
+}
+
+/* A tmpfs of the directive's SIZE over its backing directory (SIZE as tmpfs reads it:
+ * bytes, k, m, g or a % of memory). */
+static int mount_sized(struct vfs__rule *a)
+{
+	char opts[96];
+
+	if ((size_t)snprintf(opts, sizeof(opts), "size=%s,mode=1777", a->size) >= sizeof(opts))
+		return -EINVAL;
+	if (mount("tmpfs", a->host, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+		return negative_errno();
+	a->mounted = true;
+	return 0;
+}
+
 _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_t errlen)
 {
 	char tmpl[] = "/tmp/moat-vfs-XXXXXX";
@@ -1151,6 +1293,17 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 	if (v->private_lock < 0)
 		return fail(errbuf, errlen, "cannot lock the private directory %s: %s", tmpl,
 		            strerror(-v->private_lock));
+	/* After the lock: a sweeper of another run locks the directory underneath, which
+	 * is the one the host sees, and so leaves it alone. */
+	if (v->disk_quota) {
+		char opts[64];
+
+		snprintf(opts, sizeof(opts), "size=%llu,mode=0700", (unsigned long long)v->disk_quota);
+		if (mount("tmpfs", tmpl, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+			return fail(errbuf, errlen, "--disk: cannot mount a tmpfs on %s: %s", tmpl,
+			            strerror(errno));
+		v->private_mounted = true;
+	}
 
 	/* back tmpfs and inline files with host objects the supervisor can reach */
 	for (size_t i = 0; i < v->n_rules; i++) {
@@ -1163,6 +1316,9 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 				return r;
 			if (mkdir(a->host, 01777) < 0 || chmod(a->host, 01777) < 0)
 				return fail(errbuf, errlen, "%s: %s", a->desc, strerror(errno));
+			if (a->size && (r = mount_sized(a)) < 0)
+				return fail(errbuf, errlen, "%s: cannot mount a tmpfs of %s: %s",
+				            a->desc, a->size, strerror(-r));
 			if (mode == VFS_MODE_UNNAMESPACED) {
 				/* the private /tmp lives at its own host path; the rest
 				 * of the host's /tmp is not mapped, so not visible */

@@ -33,7 +33,9 @@ struct vfs__rule {
 	char *virt;        /* mappings: canonical virtual path; hide/deny: absolute glob */
 	char *host;        /* bind: host source; tmpfs: backing dir; file: host file */
 	char *content;     /* file with inline content (written to a host file at finalize) */
-	char *size;        /* tmpfs SIZE, kept for the JSON only */
+	char *size;        /* tmpfs SIZE: its backing is a tmpfs of that size (see
+	                      vfs_needs_mounts()), and the JSON shows it */
+	bool mounted;      /* that tmpfs is mounted on host, to unmount at vfs_free() */
 	char *given;       /* tmpfs DST as given (virt becomes the host dir when unnamespaced) */
 	char *desc;        /* "ro-bind /usr (policy.moat:3)", for verdicts */
 	char *word, *arg;  /* as given, for the JSON */
@@ -98,6 +100,8 @@ struct vfs {
 	int private_lock, skeleton_lock; /* flock()ed fds of those two (see lock_private()) */
 	char *tmpdir;              /* what the sandbox should use as TMPDIR */
 	unsigned n_private;
+	uint64_t disk_quota;       /* --disk: private_dir is a tmpfs of this size, or 0 */
+	bool private_mounted;
 
 	pthread_mutex_t lock;      /* guards changes */
 	struct vfs__change *changes;
@@ -108,6 +112,8 @@ struct vfs {
 
 /* table.c */
 bool vfs__glob_match(const char *pat, const char *path);
+bool vfs__glob_may_match_below(const char *pat, const char *dir);
+bool vfs__glob_moves_with(const char *pat, const char *dir, const char *newdir);
 int vfs__normalize(const char *base, const char *path, char *buf, size_t len);
 const struct vfs__rule *vfs__mount_exact(const struct vfs *v, const char *vpath);
 const struct vfs__rule *vfs__mount_covering(const struct vfs *v, const char *vpath);
@@ -165,6 +171,7 @@ struct vfs__walk {
 	bool st_full;               /* st is a real stat, not just the file type */
 	bool raced;                 /* VFS__STATONLY met a name changing under it: walk again */
 	const struct vfs__rule *block; /* hide/deny rule in force */
+	bool own_object;            /* ended on the caller's own memfd: no rule applies */
 	int proc_depth;             /* components below a /proc mapping's root, -1 outside */
 	bool proc_task;             /* inside /proc/<pid>/task */
 	char synth[32];             /* target of a synthetic /proc/self link ("" when none) */

@@ -92,6 +92,19 @@ int vfs_add_directive(struct vfs *v, const char *word, const char *arg, const ch
  * /dev and /proc). home is the invoking user's home, cwd the workspace. */
 int vfs_add_default_profile(struct vfs *v, const char *home, const char *cwd);
 
+/*
+ * Bounds on what the run can write. With a disk quota (bytes, 0 = none) the private
+ * directory holding every tmpfs's backing (the sandbox's /tmp, /dev/shm, home, and any
+ * tmpfs of the policy) is itself a tmpfs of that size; a tmpfs directive with a SIZE gets
+ * a tmpfs of that size as its backing. Both are mounted by vfs_finalize() on the host
+ * paths the supervisor and the sandbox share, so the caller must be in a mount namespace
+ * of its own, where it may mount (vfs_needs_mounts() says whether it must).
+ */
+int vfs_set_disk_quota(struct vfs *v, uint64_t bytes);
+bool vfs_needs_mounts(const struct vfs *v);
+/* The disk quota's use at the end of the run: false without a quota. */
+bool vfs_disk_usage(const struct vfs *v, uint64_t *ret_used, uint64_t *ret_size);
+
 /* Check the table for the mode (unnamespaced refuses remaps and tmpfs) and freeze it. */
 int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_t errlen);
 
@@ -154,6 +167,12 @@ int vfs_foreach_mount(const struct vfs *v, int (*fn)(const struct vfs_mount_info
  * injected), EOPNOTSUPP for other types. */
 int vfs_open(const struct vfs *v, const struct vfs_caller *c, const char *path, int flags,
              mode_t mode, uint64_t resolve, struct vfs_verdict *verdict);
+/* vfs_open(), except that an open that would wait for another process (a FIFO opened
+ * for reading only or writing only, without O_NONBLOCK, with no partner yet) is not
+ * performed: *ret_wait is set and an O_PATH fd of the FIFO returned, to be opened with
+ * its flags through /proc/self/fd/N where waiting is harmless. */
+int vfs_open_nowait(const struct vfs *v, const struct vfs_caller *c, const char *path, int flags,
+                    mode_t mode, uint64_t resolve, bool *ret_wait, struct vfs_verdict *verdict);
 
 /* stat family: flags are AT_SYMLINK_NOFOLLOW / AT_NO_AUTOMOUNT (AT_EMPTY_PATH with an
  * empty path is handled by the interposer on the tracee's fd, not here). */
@@ -182,6 +201,12 @@ int vfs_rename(const struct vfs *v, const struct vfs_caller *oldc, const char *o
 int vfs_link(const struct vfs *v, const struct vfs_caller *oldc, const char *oldpath,
              const struct vfs_caller *newc, const char *newpath, int flags,
              struct vfs_verdict *verdict);
+/* linkat(fd, "", ..., AT_EMPTY_PATH): a new name for the object of fd (one of ours: the
+ * caller's fd taken with pidfd_getfd), whose /proc/self/fd link reads fd_path. The name
+ * must be one the policy lets the caller create, in the mapping that holds the object
+ * (an O_TMPFILE's "DIR/#N (deleted)" is in DIR's), and the object readable where it is. */
+int vfs_link_fd(const struct vfs *v, int fd, const char *fd_path, const struct vfs_caller *newc,
+                const char *newpath, struct vfs_verdict *verdict);
 int vfs_symlink(const struct vfs *v, const char *target, const struct vfs_caller *c,
                 const char *linkpath, struct vfs_verdict *verdict);
 int vfs_chmod(const struct vfs *v, const struct vfs_caller *c, const char *path, mode_t mode,

@@ -16,7 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -401,6 +403,68 @@ static bool anon_object(const char *t)
 	       strncmp(t, "anon_inode:", 11) == 0;
 }
 
+/*
+ * The magic link of an object that has no name in the view: a memfd ("/memfd:NAME
+ * (deleted)") or an unlinked file or O_TMPFILE ("PATH (deleted)"). The kernel reopens the
+ * object itself, and so does this: the walk ends on the object the link leads to. A
+ * memfd is the caller's own (no mapping to protect, as for a pipe); an unlinked file is
+ * decided where it was, by the rules and the mapping of PATH. Returns 1 when the walk
+ * ends there, 0 when the object still has a name (walk the target as any other), or
+ * -errno.
+ */
+static int deleted_target(const struct vfs *v, struct vfs__walk *w, const char *target,
+                          bool last)
+{
+	size_t n = strlen(target);
+	char where[PATH_MAX];
+	struct statfs sf;
+	struct stat st;
+	bool memfd;
+	int fd, r;
+
+	if (n <= 10 || !streq(target + n - 10, " (deleted)"))
+		return 0;
+	fd = openat(w->dirfd, w->hname, O_PATH | O_CLOEXEC);
+	if (fd < 0)
+		return negative_errno();
+	if (fstat(fd, &st) < 0) {
+		r = negative_errno();
+		close(fd);
+		return r;
+	}
+	if (st.st_nlink > 0 && !S_ISDIR(st.st_mode)) {
+		close(fd); /* a live file that is only named so */
+		return 0;
+	}
+	if (!last) {
+		close(fd);
+		return -ENOENT;
+	}
+	memfd = strncmp(target, "/memfd:", 7) == 0 && S_ISREG(st.st_mode) && fstatfs(fd, &sf) == 0 &&
+	        (sf.f_type == TMPFS_MAGIC || sf.f_type == HUGETLBFS_MAGIC);
+	if (!memfd) {
+		memcpy(where, target, n - 10);
+		where[n - 10] = '\0';
+		r = vfs_decide(v, where, VFS_WANT_READ, NULL);
+		if (r < 0) {
+			close(fd);
+			return r;
+		}
+		w->mount = w->pmount = vfs__mount_covering(v, where);
+		w->mount_root = false;
+		w->block = NULL;
+		str_copy(w->vpath, sizeof(w->vpath), where);
+		w->vlen = strlen(w->vpath);
+	}
+	w->own_object = memfd;
+	fd_put(w, &w->fd, &w->fd_owned, &w->fd_ent);
+	w->fd = fd;
+	w->fd_owned = true;
+	w->st = st;
+	w->st_full = true;
+	return 1;
+}
+
 static int walk_once(const struct vfs *v, const struct vfs_caller *c, const char *path,
                      unsigned flags, uint64_t resolve, struct vfs__walk *w,
                      struct vfs_verdict *verdict)
@@ -528,6 +592,14 @@ static int walk_once(const struct vfs *v, const struct vfs_caller *c, const char
 				return r;
 			if (magic && (resolve & RESOLVE_NO_MAGICLINKS))
 				return -ELOOP;
+			/* the kernel's nd_jump_link(): not safe for scoped lookups */
+			if (magic && (resolve & (RESOLVE_IN_ROOT | RESOLVE_BENEATH)))
+				return -EXDEV;
+			if (magic && (r = deleted_target(v, w, target, last)) != 0) {
+				if (r < 0)
+					return r;
+				break;
+			}
 			if (magic && target[0] != '/') {
 				int nfd;
 
@@ -619,6 +691,10 @@ int vfs__walk_policy(const struct vfs *v, struct vfs__walk *w, unsigned want,
 {
 	const struct vfs__rule *m;
 
+	if (w->own_object) {
+		vfs__verdict(verdict, 0, "the caller's own memfd", w->vpath);
+		return 0;
+	}
 	if (w->block && (w->block->kind == VFS__HIDE || (want & ~VFS_WANT_NOFOLLOW))) {
 		int e = w->block->kind == VFS__HIDE ? -ENOENT : -EACCES;
 
