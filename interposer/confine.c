@@ -60,7 +60,7 @@ static const unsigned long ns_flags[] = {
 	CLONE_NEWCGROUP, CLONE_NEWTIME,
 };
 
-static int drop_supervisor_caps(void)
+static int drop_supervisor_caps(uint64_t keep)
 {
 	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct d[2];
@@ -68,13 +68,13 @@ static int drop_supervisor_caps(void)
 
 	if (syscall(SYS_capget, &h, d) < 0)
 		return negative_errno();
-	prm = ((uint64_t)d[1].permitted << 32 | d[0].permitted) & SUPERVISOR_CAPS;
-	eff = ((uint64_t)d[1].effective << 32 | d[0].effective) & SUPERVISOR_CAPS;
+	prm = ((uint64_t)d[1].permitted << 32 | d[0].permitted) & keep;
+	eff = ((uint64_t)d[1].effective << 32 | d[0].effective) & keep;
 	if (prm == ((uint64_t)d[1].permitted << 32 | d[0].permitted))
 		return 0; /* nothing to drop (an unprivileged supervisor has none) */
 	/* The bounding set needs CAP_SETPCAP, which goes with the rest just after. */
 	for (int cap = 0; cap <= CAP_LAST_CAP; cap++)
-		if (!(SUPERVISOR_CAPS & CAP_BIT(cap)) && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 &&
+		if (!(keep & CAP_BIT(cap)) && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 &&
 		    errno != EINVAL)
 			return negative_errno();
 	for (int i = 0; i < 2; i++) {
@@ -85,7 +85,7 @@ static int drop_supervisor_caps(void)
 	return RET_NERRNO(syscall(SYS_capset, &h, d));
 }
 
-static int install_filter(void)
+static int install_filter(bool unmount)
 {
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
 	int r = ctx ? 0 : -ENOMEM;
@@ -93,6 +93,8 @@ static int install_filter(void)
 	for (size_t i = 0; r == 0 && i < ELEMENTSOF(denied_syscalls); i++) {
 		int nr = seccomp_syscall_resolve_name(denied_syscalls[i]);
 
+		if (unmount && streq(denied_syscalls[i], "umount2"))
+			continue;
 		if (nr != __NR_SCMP_ERROR)
 			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
 	}
@@ -113,15 +115,17 @@ static int install_filter(void)
 	return r;
 }
 
-int sup_confine(void)
+int sup_confine(bool unmount)
 {
 	int r;
 
-	r = drop_supervisor_caps();
+	/* A sized tmpfs is mounted in a mount namespace of our own, and unmounted at
+	 * teardown so that its directory can go: that takes CAP_SYS_ADMIN and umount2. */
+	r = drop_supervisor_caps(SUPERVISOR_CAPS | (unmount ? CAP_BIT(CAP_SYS_ADMIN) : 0));
 	if (r < 0)
 		return log_error_errno(r, "cannot drop the supervisor's capabilities: %s",
 				       strerror(-r));
-	r = install_filter();
+	r = install_filter(unmount);
 	if (r < 0)
 		return log_error_errno(r, "cannot install the supervisor's seccomp filter: %s",
 				       strerror(-r));

@@ -1185,7 +1185,7 @@ int sup_run(struct sup_opts *o)
 	prctl(PR_SET_DUMPABLE, 0);
 	sync_send(R->syncfd, SYNC_GO, 0, 0);
 	/* Everything that needed more is done; the threads started next inherit this. */
-	if (sup_confine() < 0) {
+	if (sup_confine(vfs_needs_mounts(o->vfs)) < 0) {
 		kill(R->keeper, SIGKILL);
 		waitpid(R->keeper, NULL, 0);
 		return MOAT_EXIT_FAILURE;

@@ -103,8 +103,9 @@ void sup_probe_features(struct sup_features *f);
 int sup_run(struct sup_opts *o);
 
 /* confine.c: once set up, the supervisor drops the capabilities it no longer needs and
- * installs its own seccomp filter. Before any thread is started. */
-int sup_confine(void);
+ * installs its own seccomp filter. Before any thread is started. unmount: it has mounts
+ * of its own to take down at teardown (--disk, a sized tmpfs). */
+int sup_confine(bool unmount);
 
 /* filter.c: compiled at build time (gen-filter.c), installed in the child. */
 struct sock_fprog;
