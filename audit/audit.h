@@ -106,11 +106,20 @@ enum audit_proc_event { AUDIT_PROC_FORK, AUDIT_PROC_EXEC, AUDIT_PROC_EXIT };
 struct audit_proc {
 	enum audit_proc_event event;
 	uint64_t mono_ns;
-	pid_t pid, ppid;
+	pid_t pid, ppid;                /* host ids (pid: the thread group) */
+	pid_t tid;                      /* host id of the thread that forked, exec'd, exited */
+	pid_t sandbox_pid, sandbox_tid, sandbox_ppid; /* as the sandbox sees them, 0 if unknown */
 	const char *path;               /* exec: binary */
 	const uint8_t *sha256;          /* exec: 32 bytes, or NULL */
+	const char *const *argv;        /* exec: NULL-terminated, or NULL */
+	bool argv_truncated;            /* exec: argv was cut (count or bytes) */
+	enum audit_decision decision;   /* exec: how the call was decided */
+	int err;                        /* exec: errno given to the program, 0 if none */
+	const char *rule;               /* exec: the rule that decided, or NULL */
 	int status;                     /* exit: exit code, or -1 */
 	int signal;                     /* exit: terminating signal, or 0 */
+	bool core;                      /* exit: a core was dumped */
+	uint64_t utime_ns, stime_ns;    /* exit: CPU time of the process, 0 if unknown */
 };
 
 struct audit_change {
@@ -261,6 +270,10 @@ struct audit_timebase {                 /* from the hdr: maps monotonic ns to wa
  * strings, binary as hex, plus "time_ns" and "time" (RFC 3339) where the record has a
  * time. Returns a new reference or NULL. */
 json_t *audit_rec_to_json(const struct audit_rec *rec, const struct audit_timebase *tb);
+
+/* The same record as an Elastic Common Schema event (SCHEMA.md, "ECS"), from the JSON
+ * above and the header's JSON (or NULL). NULL for records with no event (ckpt, sig). */
+json_t *audit_json_to_ecs(const json_t *rec, const json_t *hdr);
 
 /* Filter language: TERM { ("and" | "or") TERM }, "and" binding tighter; TERM is
  * FIELD=VALUE (equal), FIELD!=VALUE, or FIELD~TEXT (contains). FIELD is a JSON name

@@ -19,7 +19,7 @@
 #define EXIT_USAGE 2
 
 static const char usage_text[] =
-	"usage: moat audit dump [--json] [--filter EXPR] FILE\n"
+	"usage: moat audit dump [--json | --tree | --format text|jsonl|ecs|tree] [--filter EXPR] FILE\n"
 	"       moat audit stats FILE\n"
 	"       moat audit verify [--key FILE.pub] FILE\n"
 	"       moat audit keygen OUT\n"
@@ -62,6 +62,60 @@ static void fmt_ns(char *buf, size_t len, uint64_t ns)
 		snprintf(buf, len, "%.1fs", (double)ns / 1e9);
 }
 
+/*
+ * Text from the stream (paths, rule texts, names: anything the sandbox or a hand-edited
+ * file chose) made safe for one line of a terminal table: control characters and the
+ * backslash as C escapes (quote also escapes '"'), cut with "..." when it does not fit
+ * in len. A rule text with a newline (a `file` rule's content) or a path with an escape
+ * sequence then cannot break a table or forge a line.
+ */
+static const char *esc(char *buf, size_t len, const char *s, bool quote)
+{
+	size_t o = 0;
+
+	if (len < 4)
+		return "";
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		char e[5];
+		size_t n;
+
+		if (*p == '\\' || (quote && *p == '"'))
+			n = (size_t)snprintf(e, sizeof(e), "\\%c", *p);
+		else if (*p == '\n')
+			n = (size_t)snprintf(e, sizeof(e), "\\n");
+		else if (*p == '\t')
+			n = (size_t)snprintf(e, sizeof(e), "\\t");
+		else if (*p < 0x20 || *p == 0x7f)
+			n = (size_t)snprintf(e, sizeof(e), "\\x%02x", *p);
+		else
+			n = (size_t)snprintf(e, sizeof(e), "%c", *p);
+		if (o + n + 1 > len) {
+			memcpy(buf + MIN(o, len - 4), "...", 4);
+			return buf;
+		}
+		memcpy(buf + o, e, n);
+		o += n;
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
+/* The same escaping, whole, for dump's one line per record. */
+static void put_esc(FILE *out, const char *s, bool quote)
+{
+	char buf[256];
+
+	for (const char *p = s; *p;) {
+		size_t n = strnlen(p, 60);
+		char chunk[61];
+
+		memcpy(chunk, p, n);
+		chunk[n] = '\0';
+		fputs(esc(buf, sizeof(buf), chunk, quote), out);
+		p += n;
+	}
+}
+
 /* Reports how the stream ended on stderr; true when it was damaged. */
 static bool report_end(struct audit_reader *r, unsigned bad)
 {
@@ -89,24 +143,39 @@ static void print_sys(FILE *out, const struct audit_sys *s, uint64_t seq,
 	bool sep = false;
 
 	print_time(out, tb, s->mono_ns);
-	fprintf(out, "#%" PRIu64 " %d/%d %s %s(", seq, s->pid, s->tid, s->comm ? s->comm : "?",
-		s->syscall ? s->syscall : "?");
+	fprintf(out, "#%" PRIu64 " %d/%d", seq, s->pid, s->tid);
+	if (s->sandbox_pid)
+		fprintf(out, " [%d/%d]", s->sandbox_pid, s->sandbox_tid);
+	fputc(' ', out);
+	put_esc(out, s->comm ? s->comm : "?", false);
+	fputc(' ', out);
+	put_esc(out, s->syscall ? s->syscall : "?", false);
+	fputc('(', out);
 	if (s->path) {
-		fprintf(out, "\"%s\"", s->path);
-		if (s->resolved && !streq(s->resolved, s->path))
-			fprintf(out, " -> %s", s->resolved);
+		fputc('"', out);
+		put_esc(out, s->path, true);
+		fputc('"', out);
+		if (s->resolved && !streq(s->resolved, s->path)) {
+			fputs(" -> ", out);
+			put_esc(out, s->resolved, false);
+		}
 		sep = true;
 	}
 	if (s->path2) {
-		fprintf(out, "%s\"%s\"", sep ? ", " : "", s->path2);
+		fprintf(out, "%s\"", sep ? ", " : "");
+		put_esc(out, s->path2, true);
+		fputc('"', out);
 		sep = true;
 	}
 	if (s->addr) {
-		fprintf(out, "%s%s", sep ? ", " : "", s->addr);
+		fputs(sep ? ", " : "", out);
+		put_esc(out, s->addr, false);
 		sep = true;
 	}
-	if (s->flags)
-		fprintf(out, "%s%s", sep ? ", " : "", s->flags);
+	if (s->flags) {
+		fputs(sep ? ", " : "", out);
+		put_esc(out, s->flags, false);
+	}
 	if (s->err) {
 		const char *name = strerrorname_np(s->err);
 
@@ -119,21 +188,84 @@ static void print_sys(FILE *out, const struct audit_sys *s, uint64_t seq,
 	}
 	fmt_ns(lat, sizeof(lat), s->latency_ns);
 	fprintf(out, " %s", audit_decision_name(s->decision));
-	if (s->rule)
-		fprintf(out, " rule=%s", s->rule);
+	if (s->rule) {
+		fputs(" rule=", out);
+		put_esc(out, s->rule, false);
+	}
 	fprintf(out, " (%s)\n", lat);
 	for (size_t i = 0; i < s->n_stack; i++) {
 		const struct audit_frame *f = &s->stack[i];
 
 		fprintf(out, "    #%-2zu 0x%016" PRIx64 " ", i, f->ip);
 		if (f->symbol)
-			fprintf(out, "%s+0x%" PRIx64, f->symbol, f->offset);
-		else
-			fprintf(out, "+0x%" PRIx64, f->offset);
-		fprintf(out, " (%s)", f->module ? f->module : "?");
-		if (f->build_id)
-			fprintf(out, " [%s]", f->build_id);
+			put_esc(out, f->symbol, false);
+		fprintf(out, "+0x%" PRIx64 " (", f->offset);
+		put_esc(out, f->module ? f->module : "?", false);
+		fputc(')', out);
+		if (f->build_id) {
+			fputs(" [", out);
+			put_esc(out, f->build_id, false);
+			fputc(']', out);
+		}
 		fputc('\n', out);
+	}
+}
+
+/* One proc record, without time and seq: "PID[/TID] [SANDBOX ids] EVENT ...". */
+static void print_proc(FILE *out, const struct audit_proc *p)
+{
+	fprintf(out, "%d", p->pid);
+	if (p->tid && p->tid != p->pid)
+		fprintf(out, "/%d", p->tid);
+	if (p->sandbox_pid)
+		fprintf(out, " [%d]", p->sandbox_pid);
+	fprintf(out, " %s", audit_proc_event_name(p->event));
+	if (p->event == AUDIT_PROC_FORK)
+		fprintf(out, " from %d%s", p->ppid, p->sandbox_ppid ? "" : " (outside the sandbox)");
+	if (p->path) {
+		fputc(' ', out);
+		put_esc(out, p->path, false);
+	}
+	if (p->sha256) {
+		char hex[65];
+
+		audit__hex(hex, p->sha256, 32);
+		fprintf(out, " sha256=%s", hex);
+	}
+	if (p->event == AUDIT_PROC_EXEC) {
+		fputs(" argv=[", out);
+		for (size_t i = 0; p->argv && p->argv[i]; i++) {
+			fputs(i ? ", \"" : "\"", out);
+			put_esc(out, p->argv[i], true);
+			fputc('"', out);
+		}
+		fprintf(out, "%s] %s", p->argv_truncated ? ", ..." : "",
+			audit_decision_name(p->decision));
+		if (p->err) {
+			const char *name = strerrorname_np(p->err);
+
+			if (name)
+				fprintf(out, " -%s", name);
+			else
+				fprintf(out, " -%d", p->err);
+		}
+		if (p->rule) {
+			fputs(" rule=", out);
+			put_esc(out, p->rule, false);
+		}
+	}
+	if (p->event == AUDIT_PROC_EXIT) {
+		if (p->signal)
+			fprintf(out, " signal=%d%s", p->signal, p->core ? " (core dumped)" : "");
+		else
+			fprintf(out, " status=%d", p->status);
+		if (p->utime_ns || p->stime_ns) {
+			char u[32], st[32];
+
+			fmt_ns(u, sizeof(u), p->utime_ns);
+			fmt_ns(st, sizeof(st), p->stime_ns);
+			fprintf(out, " user=%s sys=%s", u, st);
+		}
 	}
 }
 
@@ -154,10 +286,15 @@ static void print_human(FILE *out, struct audit_reader *r, const struct audit_re
 			fprintf(out, "# session %s tenant %s\n", h.session ? h.session : "-",
 				h.tenant ? h.tenant : "-");
 		fputs("# argv:", out);
-		for (size_t i = 0; h.argv && h.argv[i]; i++)
-			fprintf(out, " %s", h.argv[i]);
-		fprintf(out, "\n# cwd: %s, policy %s\n", h.cwd ? h.cwd : "?",
-			h.policy_hash ? h.policy_hash : "?");
+		for (size_t i = 0; h.argv && h.argv[i]; i++) {
+			fputc(' ', out);
+			put_esc(out, h.argv[i], false);
+		}
+		fputs("\n# cwd: ", out);
+		put_esc(out, h.cwd ? h.cwd : "?", false);
+		fputs(", policy ", out);
+		put_esc(out, h.policy_hash ? h.policy_hash : "?", false);
+		fputc('\n', out);
 		if (h.n_features) {
 			fputs("# features:", out);
 			for (size_t i = 0; i < h.n_features; i++)
@@ -182,18 +319,8 @@ static void print_human(FILE *out, struct audit_reader *r, const struct audit_re
 		if (audit_decode_proc(r, rec, &p) < 0)
 			return;
 		print_time(out, tb, p.mono_ns);
-		fprintf(out, "#%" PRIu64 " %d %s ppid=%d", rec->seq, p.pid,
-			audit_proc_event_name(p.event), p.ppid);
-		if (p.path)
-			fprintf(out, " %s", p.path);
-		if (p.sha256) {
-			char hex[65];
-
-			audit__hex(hex, p.sha256, 32);
-			fprintf(out, " sha256=%s", hex);
-		}
-		if (p.event == AUDIT_PROC_EXIT)
-			fprintf(out, " status=%d signal=%d", p.status, p.signal);
+		fprintf(out, "#%" PRIu64 " ", rec->seq);
+		print_proc(out, &p);
 		fputc('\n', out);
 		break;
 	}
@@ -220,11 +347,17 @@ static void print_human(FILE *out, struct audit_reader *r, const struct audit_re
 			     " bytes, %" PRIu64 " records, %" PRIu64 " dropped\n",
 			f.exit_status, f.reason ? f.reason : "?", wall, cpu, f.peak_memory, f.records,
 			f.dropped);
-		for (size_t i = 0; i < f.n_changes; i++)
-			fprintf(out, "#   %s %s%s%s\n", f.changes[i].kind ? f.changes[i].kind : "?",
-				f.changes[i].path ? f.changes[i].path : "?",
-				f.changes[i].old_path ? " from " : "",
-				f.changes[i].old_path ? f.changes[i].old_path : "");
+		for (size_t i = 0; i < f.n_changes; i++) {
+			fputs("#   ", out);
+			put_esc(out, f.changes[i].kind ? f.changes[i].kind : "?", false);
+			fputc(' ', out);
+			put_esc(out, f.changes[i].path ? f.changes[i].path : "?", false);
+			if (f.changes[i].old_path) {
+				fputs(" from ", out);
+				put_esc(out, f.changes[i].old_path, false);
+			}
+			fputc('\n', out);
+		}
 		break;
 	}
 	case AUDIT_REC_SIG: {
@@ -244,6 +377,201 @@ static void print_human(FILE *out, struct audit_reader *r, const struct audit_re
 	}
 }
 
+/* ---- dump --tree ---- */
+
+struct tnode {
+	pid_t pid, ppid;
+	bool has_parent;        /* a fork record named the parent */
+	bool exited;
+	char *name;             /* argv[0] of its last exec, else its comm */
+	char **lines;           /* its records, formatted, in stream order */
+	size_t n_lines, cap_lines;
+	size_t *kids;
+	size_t n_kids, cap_kids;
+};
+
+struct tree {
+	struct tnode *v;
+	size_t n, cap;
+};
+
+static int grow_array(void **p, size_t *cap, size_t need, size_t size)
+{
+	void *np;
+	size_t ncap;
+
+	if (need <= *cap)
+		return 0;
+	ncap = *cap ? 2 * *cap : 16;
+	while (ncap < need)
+		ncap *= 2;
+	np = realloc(*p, ncap * size);
+	if (!np)
+		return -ENOMEM;
+	*p = np;
+	*cap = ncap;
+	return 0;
+}
+
+/* The node of pid: the latest one, or a new one when that one exited (the pid was
+ * reused). */
+static struct tnode *tree_node(struct tree *t, pid_t pid, bool fresh)
+{
+	/* Records of a process may come before its fork record (the fork is learnt from
+	 * the kernel, its calls from its notifications): a fork starts a new node only
+	 * when the pid's latest one has a fork record or an exit already. */
+	for (size_t i = t->n; i-- > 0;)
+		if (t->v[i].pid == pid) {
+			if (!t->v[i].exited && !(fresh && t->v[i].has_parent))
+				return &t->v[i];
+			break;
+		}
+	if (grow_array((void **)&t->v, &t->cap, t->n + 1, sizeof(*t->v)) < 0)
+		return NULL;
+	t->v[t->n] = (struct tnode){ .pid = pid };
+	return &t->v[t->n++];
+}
+
+static int tree_line(struct tnode *nd, char *line)
+{
+	if (!line || grow_array((void **)&nd->lines, &nd->cap_lines, nd->n_lines + 1,
+				sizeof(*nd->lines)) < 0) {
+		free(line);
+		return -ENOMEM;
+	}
+	nd->lines[nd->n_lines++] = line;
+	return 0;
+}
+
+static void tree_name(struct tnode *nd, const char *name, bool exec)
+{
+	const char *base = strrchr(name, '/');
+
+	if (nd->name && !exec)
+		return;
+	free(nd->name);
+	nd->name = strdup(base && base[1] ? base + 1 : name);
+}
+
+static int tree_add(struct tree *t, struct audit_reader *r, const struct audit_rec *rec,
+		    const struct audit_timebase *tb)
+{
+	struct tnode *nd;
+	char *line = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	if (rec->type == AUDIT_REC_PROC) {
+		struct audit_proc p;
+
+		if (audit_decode_proc(r, rec, &p) < 0)
+			return 0;
+		nd = tree_node(t, p.pid, p.event == AUDIT_PROC_FORK);
+		if (!nd)
+			return -ENOMEM;
+		if (p.event == AUDIT_PROC_FORK) {
+			nd->ppid = p.ppid;
+			nd->has_parent = true;
+		}
+		/* named as it was run (argv[0]: sh, not the dash it links to) */
+		if (p.event == AUDIT_PROC_EXEC && !p.err && p.decision != AUDIT_DENIED &&
+		    (p.argv && p.argv[0] && p.argv[0][0] ? p.argv[0] : p.path))
+			tree_name(nd, p.argv && p.argv[0] && p.argv[0][0] ? p.argv[0] : p.path,
+				  true);
+		if (p.event == AUDIT_PROC_EXIT)
+			nd->exited = true;
+		f = open_memstream(&line, &len);
+		if (!f)
+			return -ENOMEM;
+		print_time(f, tb, p.mono_ns);
+		fprintf(f, "#%" PRIu64 " ", rec->seq);
+		print_proc(f, &p);
+		fclose(f);
+		return tree_line(nd, line);
+	}
+	if (rec->type == AUDIT_REC_SYS) {
+		struct audit_sys s;
+
+		if (audit_decode_sys(r, rec, &s) < 0)
+			return 0;
+		nd = tree_node(t, s.pid, false);
+		if (!nd)
+			return -ENOMEM;
+		if (s.comm)
+			tree_name(nd, s.comm, false);
+		s.n_stack = 0;
+		f = open_memstream(&line, &len);
+		if (!f)
+			return -ENOMEM;
+		print_sys(f, &s, rec->seq, tb);
+		fclose(f);
+		if (len && line[len - 1] == '\n')
+			line[len - 1] = '\0';
+		return tree_line(nd, line);
+	}
+	return 0;
+}
+
+static void tree_print(FILE *out, const struct tree *t, size_t i, unsigned depth)
+{
+	const struct tnode *nd = &t->v[i];
+
+	fprintf(out, "%*s", 2 * depth, "");
+	fprintf(out, "%d ", nd->pid);
+	put_esc(out, nd->name ? nd->name : "(no exec)", false);
+	fputc('\n', out);
+	for (size_t j = 0; j < nd->n_lines; j++)
+		fprintf(out, "%*s  | %s\n", 2 * depth, "", nd->lines[j]);
+	for (size_t j = 0; j < nd->n_kids; j++)
+		tree_print(out, t, nd->kids[j], depth + 1);
+}
+
+/* Processes as a tree (parent from fork records), each with its records under it. */
+static int tree_output(FILE *out, struct tree *t)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		struct tnode *nd = &t->v[i];
+		size_t p = SIZE_MAX;
+
+		if (!nd->has_parent)
+			continue;
+		/* the parent's node alive at the fork: the latest earlier one of that pid, or
+		 * a later one when the parent's records all came after the child's first */
+		for (size_t j = i; j-- > 0;)
+			if (t->v[j].pid == nd->ppid) {
+				p = j;
+				break;
+			}
+		for (size_t j = i + 1; p == SIZE_MAX && j < t->n; j++)
+			if (t->v[j].pid == nd->ppid)
+				p = j;
+		if (p == SIZE_MAX)
+			continue;
+		if (grow_array((void **)&t->v[p].kids, &t->v[p].cap_kids, t->v[p].n_kids + 1,
+			       sizeof(size_t)) < 0)
+			return -ENOMEM;
+		t->v[p].kids[t->v[p].n_kids++] = i;
+		nd->has_parent = true;
+		nd->ppid = -nd->ppid - 1; /* marks "placed" (a pid is never negative) */
+	}
+	for (size_t i = 0; i < t->n; i++)
+		if (!(t->v[i].has_parent && t->v[i].ppid < 0))
+			tree_print(out, t, i, 0);
+	return 0;
+}
+
+static void tree_free(struct tree *t)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		for (size_t j = 0; j < t->v[i].n_lines; j++)
+			free(t->v[i].lines[j]);
+		free(t->v[i].lines);
+		free(t->v[i].kids);
+		free(t->v[i].name);
+	}
+	free(t->v);
+}
+
 static int cmd_dump(int argc, char **argv)
 {
 	struct audit_filter *filter = NULL;
@@ -251,7 +579,9 @@ static int cmd_dump(int argc, char **argv)
 	struct audit_timebase tb = { 0 };
 	struct audit_rec rec;
 	const char *file = NULL, *expr = NULL, *v;
-	bool json = false;
+	struct tree tree = { 0 };
+	json_t *hdr = NULL;
+	bool json = false, as_tree = false, ecs = false;
 	unsigned bad = 0;
 	char err[256];
 	int k;
@@ -259,6 +589,18 @@ static int cmd_dump(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (streq(argv[i], "--json"))
 			json = true;
+		else if (streq(argv[i], "--tree"))
+			as_tree = true;
+		else if ((v = opt_value(argc, argv, &i, "--format"))) {
+			if (streq(v, "ecs"))
+				ecs = true;
+			else if (streq(v, "jsonl") || streq(v, "json"))
+				json = true;
+			else if (streq(v, "tree"))
+				as_tree = true;
+			else if (!streq(v, "text"))
+				return usage("dump: --format is text, jsonl, ecs or tree");
+		}
 		else if ((v = opt_value(argc, argv, &i, "--filter")))
 			expr = v;
 		else if (argv[i][0] == '-' && argv[i][1])
@@ -270,6 +612,8 @@ static int cmd_dump(int argc, char **argv)
 	}
 	if (!file)
 		return usage("dump: FILE missing");
+	if (json + as_tree + ecs > 1)
+		return usage("dump: one output format only");
 	if (expr && audit_filter_parse(expr, &filter, err, sizeof(err)) < 0) {
 		fprintf(stderr, "moat audit: --filter: %s\n", err);
 		return EXIT_USAGE;
@@ -294,23 +638,43 @@ static int cmd_dump(int argc, char **argv)
 			tb.valid = audit__get_u64(rec.obj, "wall", &tb.wall_ns) &&
 				   audit__get_u64(rec.obj, "mono", &tb.mono_ns);
 		}
-		if (json || filter) {
+		if (json || filter || ecs) {
 			j = audit_rec_to_json(&rec, &tb);
 			if (!j)
 				continue;
 		}
+		if (ecs && rec.type == AUDIT_REC_HDR && !hdr)
+			hdr = json_incref(j);
 		if (filter && !audit_filter_match(filter, j)) {
 			json_decref(j);
 			continue;
 		}
-		if (json) {
+		if (as_tree) {
+			if (tree_add(&tree, r, &rec, &tb) < 0) {
+				fprintf(stderr, "moat audit: out of memory\n");
+				json_decref(j);
+				break;
+			}
+		} else if (json) {
 			json_dumpf(j, stdout, JSON_COMPACT);
 			fputc('\n', stdout);
+		} else if (ecs) {
+			json_t *e = audit_json_to_ecs(j, hdr);
+
+			if (e) {
+				json_dumpf(e, stdout, JSON_COMPACT);
+				fputc('\n', stdout);
+				json_decref(e);
+			}
 		} else {
 			print_human(stdout, r, &rec, &tb);
 		}
 		json_decref(j);
 	}
+	if (as_tree && tree_output(stdout, &tree) < 0)
+		fprintf(stderr, "moat audit: out of memory\n");
+	tree_free(&tree);
+	json_decref(hdr);
 	fflush(stdout);
 	k = report_end(r, bad) ? EXIT_FINDINGS : 0;
 	audit_reader_free(r);
@@ -413,9 +777,11 @@ static struct stat_entry **table_sorted(struct stat_table *t)
 	return v;
 }
 
+/* Counts and keys (rule texts, paths, destinations from the stream), one escaped line each. */
 static void print_top(const char *title, struct stat_table *t, size_t top)
 {
 	struct stat_entry **v;
+	char buf[120];
 
 	if (t->n == 0)
 		return;
@@ -424,7 +790,7 @@ static void print_top(const char *title, struct stat_table *t, size_t top)
 		return;
 	printf("\n%s:\n", title);
 	for (size_t i = 0; i < t->n && i < top; i++)
-		printf("  %10" PRIu64 "  %s\n", v[i]->count, v[i]->key);
+		printf("  %10" PRIu64 "  %s\n", v[i]->count, esc(buf, sizeof(buf), v[i]->key, false));
 	free(v);
 }
 
@@ -516,11 +882,12 @@ static int cmd_stats(int argc, char **argv)
 			struct stat_entry *e = v[i];
 			char p[3][32];
 			static const double pct[3] = { 50, 95, 99 };
+			char name[21];
 
 			qsort(e->lat, e->n_lat, sizeof(*e->lat), cmp_u64);
 			for (int j = 0; j < 3; j++)
 				fmt_ns(p[j], sizeof(p[j]), audit_percentile(e->lat, e->n_lat, pct[j]));
-			printf("  %-20s %10" PRIu64, e->key, e->count);
+			printf("  %-20s %10" PRIu64, esc(name, sizeof(name), e->key, false), e->count);
 			for (unsigned d = 0; d < _AUDIT_DECISION_MAX; d++)
 				printf(" %8" PRIu64, e->dec[d]);
 			printf(" %9s %9s %9s\n", p[0], p[1], p[2]);

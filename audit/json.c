@@ -53,8 +53,12 @@ static const struct keymap km_sys[] = {
 
 static const struct keymap km_proc[] = {
 	{ "t", "type" }, { "seq", "seq" }, { "ev", "event" }, { "ts", "mono_ns" },
-	{ "pid", "pid" }, { "ppid", "ppid" }, { "path", "path" }, { "sha", "sha256" },
-	{ "st", "status" }, { "sig", "signal" }, {},
+	{ "pid", "pid" }, { "ppid", "ppid" }, { "tid", "tid" }, { "spid", "sandbox_pid" },
+	{ "stid", "sandbox_tid" }, { "sppid", "sandbox_ppid" }, { "path", "path" },
+	{ "sha", "sha256" }, { "argv", "argv" }, { "argvcut", "argv_truncated" },
+	{ "dec", "decision" }, { "err", "errno" }, { "rule", "rule" }, { "st", "status" },
+	{ "sig", "signal" }, { "core", "core_dumped" }, { "utime", "utime_ns" },
+	{ "stime", "stime_ns" }, {},
 };
 
 static const struct keymap km_ckpt[] = {
@@ -246,4 +250,261 @@ json_t *audit_rec_to_json(const struct audit_rec *rec, const struct audit_timeba
 			json_object_set_new(j, "errno_name", json_string(name));
 	}
 	return j;
+}
+
+/* ---- Elastic Common Schema (SCHEMA.md, "ECS") ---- */
+
+#define ECS_VERSION "8.11.0"
+
+static json_t *obj(json_t *parent, const char *key)
+{
+	json_t *o = json_object_get(parent, key);
+
+	if (!o) {
+		o = json_object();
+		json_object_set_new(parent, key, o);
+	}
+	return o;
+}
+
+static void copy(json_t *to, const char *key, const json_t *from, const char *fkey)
+{
+	json_t *v = json_object_get(from, fkey);
+
+	if (v && !json_is_null(v))
+		json_object_set(to, key, v);
+}
+
+static bool in_list(const char *s, const char *const *list)
+{
+	for (; s && *list; list++)
+		if (streq(s, *list))
+			return true;
+	return false;
+}
+
+/* event.category and event.type of a syscall record, as ECS allows them. */
+static void sys_kind(const char *sc, const char *flags, const char **cat, const char **type)
+{
+	static const char *const net[] = { "connect", "bind", "sendto", "sendmsg", "sendmmsg",
+					    NULL };
+	static const char *const create[] = { "mkdir", "mkdirat", "mknod", "mknodat", "symlink",
+					       "symlinkat", "link", "linkat", "creat", NULL };
+	static const char *const del[] = { "unlink", "unlinkat", "rmdir", NULL };
+	static const char *const change[] = {
+		"rename", "renameat", "renameat2", "chmod", "fchmodat", "fchmodat2", "chown",
+		"lchown", "fchownat", "truncate", "utime", "utimes", "futimesat", "utimensat",
+		"setxattr", "lsetxattr", "removexattr", "lremovexattr", NULL,
+	};
+	static const char *const exec[] = { "execve", "execveat", NULL };
+
+	*cat = "file";
+	*type = "access";
+	if (in_list(sc, net)) {
+		*cat = "network";
+		*type = "connection";
+	} else if (in_list(sc, exec)) {
+		*cat = "process";
+		*type = "start";
+	} else if (in_list(sc, create) || (flags && strstr(flags, "O_CREAT"))) {
+		*type = "creation";
+	} else if (in_list(sc, del)) {
+		*type = "deletion";
+	} else if (in_list(sc, change) || (flags && (strstr(flags, "O_WRONLY") ||
+						    strstr(flags, "O_RDWR")))) {
+		*type = "change";
+	}
+}
+
+/* "10.0.0.1:443", "[::1]:53", "unix:/x" into destination.* */
+static void set_destination(json_t *e, const char *addr)
+{
+	json_t *d = obj(e, "destination");
+	const char *colon;
+
+	if (strncmp(addr, "unix:", 5) == 0) {
+		json_object_set_new(d, "address", json_string(addr));
+		return;
+	}
+	colon = strrchr(addr, ':');
+	if (!colon) {
+		json_object_set_new(d, "address", json_string(addr));
+		return;
+	}
+	if (addr[0] == '[' && colon > addr + 1 && colon[-1] == ']')
+		json_object_set_new(d, "ip", json_stringn(addr + 1, (size_t)(colon - addr - 2)));
+	else
+		json_object_set_new(d, "ip", json_stringn(addr, (size_t)(colon - addr)));
+	json_object_set(d, "address", json_object_get(d, "ip"));
+	json_object_set_new(d, "port", json_integer(strtol(colon + 1, NULL, 10)));
+}
+
+json_t *audit_json_to_ecs(const json_t *rec, const json_t *hdr)
+{
+	const char *type = json_string_value(json_object_get(rec, "type"));
+	json_t *e, *ev, *moat, *proc;
+
+	if (!type || !(streq(type, "hdr") || streq(type, "sys") || streq(type, "proc") ||
+		       streq(type, "ftr")))
+		return NULL;
+	e = json_object();
+	if (!e)
+		return NULL;
+	copy(e, "@timestamp", rec, "time");
+	json_object_set_new(obj(e, "ecs"), "version", json_string(ECS_VERSION));
+	ev = obj(e, "event");
+	json_object_set_new(ev, "kind", json_string("event"));
+	json_object_set_new(ev, "module", json_string("moat"));
+	json_object_set_new(ev, "dataset", json_string("moat.audit"));
+	copy(ev, "sequence", rec, "seq");
+	moat = obj(e, "moat");
+	json_object_set_new(moat, "record_type", json_string(type));
+	if (hdr) {
+		json_t *host = obj(e, "host"), *labels = json_object();
+
+		copy(moat, "run_id", hdr, "run_id");
+		copy(moat, "mode", hdr, "mode");
+		copy(moat, "policy_hash", hdr, "policy_hash");
+		copy(obj(host, "os"), "kernel", hdr, "kernel");
+		copy(host, "architecture", hdr, "arch");
+		copy(labels, "session", hdr, "session");
+		copy(labels, "tenant", hdr, "tenant");
+		if (json_object_size(labels))
+			json_object_set(e, "labels", labels);
+		json_decref(labels);
+		copy(obj(e, "agent"), "version", hdr, "moat_version");
+		json_object_set_new(obj(e, "agent"), "type", json_string("moat"));
+	}
+	proc = obj(e, "process");
+
+	if (streq(type, "hdr")) {
+		json_t *args = json_object_get(rec, "argv");
+
+		json_object_set_new(ev, "category", json_pack("[s]", "process"));
+		json_object_set_new(ev, "type", json_pack("[s]", "start"));
+		json_object_set_new(ev, "action", json_string("moat-run-start"));
+		if (args) {
+			json_object_set(proc, "args", args);
+			json_object_set_new(proc, "args_count", json_integer((json_int_t)json_array_size(args)));
+		}
+		copy(proc, "working_directory", rec, "cwd");
+		copy(moat, "features", rec, "features");
+	} else if (streq(type, "ftr")) {
+		json_int_t wall = json_integer_value(json_object_get(rec, "wall_ns"));
+
+		json_object_set_new(ev, "category", json_pack("[s]", "process"));
+		json_object_set_new(ev, "type", json_pack("[s]", "end"));
+		json_object_set_new(ev, "action", json_string("moat-run-end"));
+		json_object_set_new(ev, "duration", json_integer(wall));
+		/* the footer has no time of its own: the run's start plus its duration */
+		if (json_integer_value(json_object_get(hdr, "time_ns")) > 0 && wall >= 0) {
+			json_t *t = json_object();
+
+			set_time(t, (uint64_t)json_integer_value(json_object_get(hdr, "time_ns")) +
+					    (uint64_t)wall);
+			copy(e, "@timestamp", t, "time");
+			json_decref(t);
+		}
+		copy(proc, "exit_code", rec, "exit_status");
+		copy(ev, "reason", rec, "reason");
+		copy(moat, "changes", rec, "changes");
+		copy(moat, "dropped", rec, "dropped");
+	} else if (streq(type, "sys")) {
+		const char *sc = json_string_value(json_object_get(rec, "syscall"));
+		const char *flags = json_string_value(json_object_get(rec, "flags"));
+		const char *dec = json_string_value(json_object_get(rec, "decision"));
+		const char *addr = json_string_value(json_object_get(rec, "addr"));
+		const char *cat, *ty;
+		json_int_t err = json_integer_value(json_object_get(rec, "errno"));
+		bool denied = dec && (streq(dec, "denied") || streq(dec, "killed"));
+
+		sys_kind(sc, flags, &cat, &ty);
+		json_object_set_new(ev, "category", json_pack("[s]", cat));
+		json_object_set_new(ev, "type", json_pack("[ss]", ty, denied ? "denied" : "allowed"));
+		copy(ev, "action", rec, "syscall");
+		json_object_set_new(ev, "outcome", json_string(denied || err ? "failure" : "success"));
+		copy(ev, "duration", rec, "latency_ns");
+		copy(proc, "pid", rec, "pid");
+		copy(obj(proc, "thread"), "id", rec, "tid");
+		copy(proc, "name", rec, "comm");
+		if (json_object_get(rec, "resolved") || json_object_get(rec, "path")) {
+			json_t *f = obj(e, "file");
+
+			copy(f, "path", rec, json_object_get(rec, "resolved") ? "resolved" : "path");
+		}
+		if (addr)
+			set_destination(e, addr);
+		copy(obj(e, "rule"), "name", rec, "rule");
+		if (err) {
+			copy(obj(e, "error"), "code", rec, "errno_name");
+			if (!json_object_get(json_object_get(e, "error"), "code"))
+				json_object_set_new(obj(e, "error"), "code", json_integer(err));
+		}
+		copy(moat, "decision", rec, "decision");
+		copy(moat, "path", rec, "path");
+		copy(moat, "path2", rec, "path2");
+		copy(moat, "flags", rec, "flags");
+		copy(moat, "result", rec, "result");
+		copy(moat, "syscall_nr", rec, "nr");
+		copy(moat, "sandbox_pid", rec, "sandbox_pid");
+		copy(moat, "sandbox_tid", rec, "sandbox_tid");
+		copy(moat, "stack", rec, "stack");
+	} else {
+		const char *pev = json_string_value(json_object_get(rec, "event"));
+		const char *dec = json_string_value(json_object_get(rec, "decision"));
+		json_t *args = json_object_get(rec, "argv");
+
+		json_object_set_new(ev, "category", json_pack("[s]", "process"));
+		copy(ev, "action", rec, "event");
+		copy(proc, "pid", rec, "pid");
+		copy(obj(proc, "thread"), "id", rec, "tid");
+		if (json_integer_value(json_object_get(rec, "ppid")))
+			copy(obj(proc, "parent"), "pid", rec, "ppid");
+		copy(moat, "sandbox_pid", rec, "sandbox_pid");
+		copy(moat, "sandbox_tid", rec, "sandbox_tid");
+		copy(moat, "sandbox_ppid", rec, "sandbox_ppid");
+		if (pev && streq(pev, "exec")) {
+			bool ok = dec && !streq(dec, "denied") && !json_integer_value(json_object_get(rec, "errno"));
+
+			json_object_set_new(ev, "type", json_pack("[ss]", "start",
+								   dec && streq(dec, "denied") ? "denied" : "allowed"));
+			json_object_set_new(ev, "outcome", json_string(ok ? "success" : "failure"));
+			copy(proc, "executable", rec, "path");
+			if (args) {
+				json_t *a0 = json_array_get(args, 0);
+				const char *s0 = json_string_value(a0), *b = s0 ? strrchr(s0, '/') : NULL;
+
+				json_object_set(proc, "args", args);
+				json_object_set_new(proc, "args_count", json_integer((json_int_t)json_array_size(args)));
+				if (s0)
+					json_object_set_new(proc, "name", json_string(b ? b + 1 : s0));
+			}
+			copy(obj(e, "rule"), "name", rec, "rule");
+			copy(moat, "decision", rec, "decision");
+			copy(moat, "argv_truncated", rec, "argv_truncated");
+			if (json_integer_value(json_object_get(rec, "errno"))) {
+				int en = (int)json_integer_value(json_object_get(rec, "errno"));
+				const char *name = strerrorname_np(en);
+
+				json_object_set_new(obj(e, "error"), "code",
+						    name ? json_string(name) : json_integer(en));
+			}
+		} else if (pev && streq(pev, "exit")) {
+			json_int_t st = json_integer_value(json_object_get(rec, "status"));
+			json_int_t sig = json_integer_value(json_object_get(rec, "signal"));
+
+			json_object_set_new(ev, "type", json_pack("[s]", "end"));
+			/* ECS wants one exit code: a signal's death reads as the shell says it */
+			json_object_set_new(proc, "exit_code", json_integer(sig ? 128 + sig : st));
+			copy(moat, "signal", rec, "signal");
+			copy(moat, "core_dumped", rec, "core_dumped");
+			copy(moat, "utime_ns", rec, "utime_ns");
+			copy(moat, "stime_ns", rec, "stime_ns");
+		} else {
+			json_object_set_new(ev, "type", json_pack("[s]", "start"));
+		}
+	}
+	if (json_object_size(proc) == 0)
+		json_object_del(e, "process");
+	return e;
 }

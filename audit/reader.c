@@ -309,6 +309,94 @@ static int next_frame(struct audit_reader *r)
 	}
 }
 
+/* Elements of one record: more than any writer puts in one (a footer with 100k changes
+ * has 600k), few enough that decoding it allocates tens of MB at most. */
+#define MAX_RECORD_ELEMENTS ((size_t)1 << 22)
+
+static uint64_t be(const uint8_t *p, unsigned n)
+{
+	uint64_t v = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/*
+ * Walk the msgpack record at p[0..len) without decoding it: true when it is complete and
+ * its arrays and maps claim no more elements than bytes remain (every element takes one
+ * at least) nor more than MAX_RECORD_ELEMENTS in all. msgpack_unpack_next() allocates
+ * a container's elements from its header before reading them, so a few bytes saying
+ * "array of 2^31" would otherwise cost gigabytes.
+ */
+static bool record_plausible(const uint8_t *p, size_t len)
+{
+	size_t pos = 0, pending = 1, total = 0;
+
+	while (pending > 0) {
+		uint64_t skip = 0, kids = 0;
+		unsigned hl = 1;
+		uint8_t b;
+
+		if (pos >= len)
+			return false;
+		b = p[pos];
+		pending--;
+		if (b <= 0x7f || b >= 0xe0 || b == 0xc0 || b == 0xc2 || b == 0xc3) {
+			/* fixint, nil, bool */
+		} else if (b <= 0x8f) {
+			kids = 2 * (uint64_t)(b & 0x0f);
+		} else if (b <= 0x9f) {
+			kids = b & 0x0f;
+		} else if (b <= 0xbf) {
+			skip = b & 0x1f;
+		} else {
+			/* header length after the type byte, then what follows */
+			static const struct { uint8_t n, kind; } t[0x20] = {
+				/* kind: 0 fixed payload n, 1 length n, 2 ext length n (+type),
+				 * 3 array count n, 4 map count n, 5 invalid */
+				[0x01] = { 0, 5 },
+				[0x04] = { 1, 1 }, [0x05] = { 2, 1 }, [0x06] = { 4, 1 },
+				[0x07] = { 1, 2 }, [0x08] = { 2, 2 }, [0x09] = { 4, 2 },
+				[0x0a] = { 4, 0 }, [0x0b] = { 8, 0 },
+				[0x0c] = { 1, 0 }, [0x0d] = { 2, 0 }, [0x0e] = { 4, 0 }, [0x0f] = { 8, 0 },
+				[0x10] = { 1, 0 }, [0x11] = { 2, 0 }, [0x12] = { 4, 0 }, [0x13] = { 8, 0 },
+				[0x14] = { 2, 0 }, [0x15] = { 3, 0 }, [0x16] = { 5, 0 }, [0x17] = { 9, 0 },
+				[0x18] = { 17, 0 },
+				[0x19] = { 1, 1 }, [0x1a] = { 2, 1 }, [0x1b] = { 4, 1 },
+				[0x1c] = { 2, 3 }, [0x1d] = { 4, 3 }, [0x1e] = { 2, 4 }, [0x1f] = { 4, 4 },
+			};
+			unsigned n = t[b - 0xc0].n, kind = t[b - 0xc0].kind;
+
+			if (kind == 5)
+				return false;
+			if (kind == 0) {
+				skip = n;
+			} else {
+				if (len - pos - 1 < n)
+					return false;
+				hl += n;
+				if (kind == 1)
+					skip = be(p + pos + 1, n);
+				else if (kind == 2)
+					skip = be(p + pos + 1, n) + 1;
+				else if (kind == 3)
+					kids = be(p + pos + 1, n);
+				else
+					kids = 2 * be(p + pos + 1, n);
+			}
+		}
+		if (len - pos < hl || len - pos - hl < skip)
+			return false;
+		pos += hl + (size_t)skip;
+		total += (size_t)kids;
+		pending += (size_t)kids;
+		if (pending > len - pos || total > MAX_RECORD_ELEMENTS)
+			return false;
+	}
+	return true;
+}
+
 int audit_reader_next(struct audit_reader *r, struct audit_rec *ret)
 {
 	arena_reset(r);
@@ -325,7 +413,10 @@ int audit_reader_next(struct audit_reader *r, struct audit_rec *ret)
 			continue;
 		}
 		off = r->rec_off;
-		ur = msgpack_unpack_next(&r->up, (const char *)r->out, r->out_len, &off);
+		if (!record_plausible(r->out + off, r->out_len - off))
+			ur = MSGPACK_UNPACK_PARSE_ERROR;
+		else
+			ur = msgpack_unpack_next(&r->up, (const char *)r->out, r->out_len, &off);
 		if (ur != MSGPACK_UNPACK_SUCCESS && ur != MSGPACK_UNPACK_EXTRA_BYTES) {
 			/* The checksum passed, so the writer itself wrote this: a bug or a
 			 * different format. Give up on the frame, not the file. */
@@ -569,10 +660,22 @@ int audit_decode_proc(struct audit_reader *r, const struct audit_rec *rec,
 		.mono_ns = get_u64(m, "ts"),
 		.pid = (pid_t)get_i64(m, "pid"),
 		.ppid = (pid_t)get_i64(m, "ppid"),
+		.tid = (pid_t)get_i64(m, "tid"),
+		.sandbox_pid = (pid_t)get_i64(m, "spid"),
+		.sandbox_tid = (pid_t)get_i64(m, "stid"),
+		.sandbox_ppid = (pid_t)get_i64(m, "sppid"),
 		.path = get_str(r, m, "path"),
 		.sha256 = dup_bin(r, m, "sha", 32),
+		.argv = dup_str_array(r, m, "argv"),
+		.argv_truncated = get_u64(m, "argvcut") != 0,
+		.decision = get_decision(m, "dec"),
+		.err = (int)get_i64(m, "err"),
+		.rule = get_str(r, m, "rule"),
 		.status = (int)get_i64(m, "st"),
 		.signal = (int)get_i64(m, "sig"),
+		.core = get_u64(m, "core") != 0,
+		.utime_ns = get_u64(m, "utime"),
+		.stime_ns = get_u64(m, "stime"),
 	};
 	return 0;
 }

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * `moat audit verify`: everything that can be checked about a stream without trusting
- * it. Each failure is printed as one "FAIL" line naming the frame and its byte offset;
- * damage is contained (the chain resynchronises at the next intact checkpoint) so one
- * flipped byte gives one finding, not a cascade.
+ * it. Each failure is a "finding:" line naming the frame and its byte offset; damage is
+ * contained (the chain resynchronises at the next intact checkpoint) so one flipped byte
+ * gives one finding, not a cascade. The output ends with exactly one verdict line,
+ * "ok: ..." or "FAIL: ..." naming the first finding: a signature is reported valid only
+ * in an "ok" verdict, since it cannot vouch for a stream that fails any other check.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -16,14 +18,19 @@
 struct vstate {
 	FILE *out;
 	unsigned findings;
+	char first[512];        /* the first finding, for the verdict */
 };
 
 _printf_(2, 3) static void finding(struct vstate *v, const char *fmt, ...)
 {
 	va_list ap;
 
-	v->findings++;
-	fputs("FAIL ", v->out);
+	if (v->findings++ == 0) {
+		va_start(ap, fmt);
+		vsnprintf(v->first, sizeof(v->first), fmt, ap);
+		va_end(ap);
+	}
+	fputs("finding: ", v->out);
 	va_start(ap, fmt);
 	vfprintf(v->out, fmt, ap);
 	va_end(ap);
@@ -42,6 +49,7 @@ int audit_verify(const char *path, const uint8_t *pubkey, FILE *out)
 	bool chain_known = true, seq_known = true, last_ckpt = true, saw_hdr = false;
 	bool saw_ftr = false, saw_sig = false, chain_broken = false;
 	struct audit_sig sig = { 0 };
+	char sigtext[192] = "";
 	int k;
 
 	if (sodium_init() < 0)
@@ -184,10 +192,11 @@ int audit_verify(const char *path, const uint8_t *pubkey, FILE *out)
 			finding(&v, "signature does not verify with %s",
 				pubkey ? "the given key" : "the key in the stream");
 		else if (pubkey)
-			fprintf(out, "ok: signature valid for the given key\n");
+			snprintf(sigtext, sizeof(sigtext), ", signature valid for the given key");
 		else
-			fprintf(out, "note: signature valid for the key in the stream (%s); pass --key to authenticate the signer\n",
-				hex);
+			snprintf(sigtext, sizeof(sigtext),
+				 ", signature valid for the key in the stream (%s), which is not authenticated: pass --key to authenticate the signer",
+				 hex);
 	} else if (pubkey) {
 		finding(&v, "no signature in the stream, but --key was given");
 	}
@@ -195,10 +204,11 @@ int audit_verify(const char *path, const uint8_t *pubkey, FILE *out)
 	if (v.findings == 0)
 		fprintf(out, "ok: %" PRIu64 " frames, %" PRIu64 " records, %" PRIu64
 			     " checkpoints, hash chain intact%s\n",
-			st->frames, records, ckpts, saw_sig ? ", signed" : "");
+			st->frames, records, ckpts, sigtext);
 	else
-		fprintf(out, "verify: %u finding%s in %" PRIu64 " frames (%" PRIu64 " bad)\n",
-			v.findings, v.findings == 1 ? "" : "s", st->frames, st->bad_frames);
+		fprintf(out, "FAIL: %s (%u finding%s in %" PRIu64 " frames, %" PRIu64 " bad%s)\n",
+			v.first, v.findings, v.findings == 1 ? "" : "s", st->frames, st->bad_frames,
+			saw_sig ? "; the signature cannot vouch for a stream that fails" : "");
 	audit_reader_free(r);
 	return v.findings ? 1 : 0;
 }

@@ -225,10 +225,35 @@ static void encode_proc(msgpack_packer *pk, uint64_t seq, const struct audit_pro
 	audit__kv_u64(pk, &m, "ts", p->mono_ns);
 	audit__kv_i64(pk, &m, "pid", p->pid);
 	audit__kv_i64(pk, &m, "ppid", p->ppid);
+	if (p->tid)
+		audit__kv_i64(pk, &m, "tid", p->tid);
+	audit__kv_i64(pk, &m, "spid", p->sandbox_pid);
+	audit__kv_i64(pk, &m, "stid", p->sandbox_tid);
+	audit__kv_i64(pk, &m, "sppid", p->sandbox_ppid);
 	audit__kv_str(pk, &m, "path", p->path);
 	audit__kv_bin(pk, &m, "sha", p->sha256, 32);
-	audit__kv_i64(pk, &m, "st", p->status);
-	audit__kv_i64(pk, &m, "sig", p->signal);
+	if (p->event == AUDIT_PROC_EXEC) {
+		if (p->argv) {
+			audit__key(pk, &m, "argv");
+			pack_str_array(pk, p->argv);
+		}
+		if (p->argv_truncated)
+			audit__kv_u64(pk, &m, "argvcut", 1);
+		audit__kv_str(pk, &m, "dec", audit_decision_name(p->decision));
+		if (p->err)
+			audit__kv_i64(pk, &m, "err", p->err);
+		audit__kv_str(pk, &m, "rule", p->rule);
+	}
+	if (p->event == AUDIT_PROC_EXIT) {
+		audit__kv_i64(pk, &m, "st", p->status);
+		audit__kv_i64(pk, &m, "sig", p->signal);
+		if (p->core)
+			audit__kv_u64(pk, &m, "core", 1);
+		if (p->utime_ns || p->stime_ns) {
+			audit__kv_u64(pk, &m, "utime", p->utime_ns);
+			audit__kv_u64(pk, &m, "stime", p->stime_ns);
+		}
+	}
 	audit__map_end(pk, &m);
 }
 

@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <linux/openat2.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,7 +33,9 @@
 #include "cleanup.h"
 #include "creds.h"
 #include "dispatch.h"
+#include "proctrack.h"
 #include "events.h"
+#include "hash.h"
 #include "log.h"
 #include "macros.h"
 #include "missing-seccomp.h"
@@ -1305,10 +1308,36 @@ static enum audit_decision audit_decision_of(const struct sup_call *c)
 	return AUDIT_EMULATED;
 }
 
+/*
+ * -v prints a line per denial, but a program that retries a denied call in a loop would
+ * flood the terminal and spend the supervisor's time on stderr. So per syscall and rule
+ * (a hash of both; a collision only shares a budget) the first DENIAL_LINES of each
+ * second are printed, then one line saying the rest of that second is not, and when the
+ * key is next denied in a later second, how many were left out. The totals in the
+ * summary and --report count every denial. DENIAL_KEYS slots: a key meeting a full
+ * table takes the slot of the oldest second.
+ */
+#define DENIAL_LINES 10
+#define DENIAL_KEYS 64
+struct denial_rate {
+	uint32_t key;
+	time_t sec;
+	unsigned shown;
+	unsigned long held;
+};
+
 static void report_denial(struct sup_call *c)
 {
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	static struct denial_rate slots[DENIAL_KEYS];
 	struct sup_ctx *s = c->s;
 	const char *en = sc_errno_name(c->err);
+	const char *rule = c->verdict.rule[0] ? c->verdict.rule : "policy";
+	struct denial_rate *d = NULL;
+	unsigned long held = 0;
+	struct timespec now;
+	uint32_t key;
+	bool print, first_held;
 
 	atomic_fetch_add(&s->n.denied, 1);
 	if ((unsigned)c->e->id < _SC_ID_MAX)
@@ -1317,12 +1346,43 @@ static void report_denial(struct sup_call *c)
 		      c->addr[0] ? c->addr : NULL, c->verdict.rule[0] ? c->verdict.rule : NULL, c->err);
 	if (!s->verbose)
 		return;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	key = fnv1a(rule, strlen(rule)) ^ ((uint32_t)c->e->id * 2654435761u);
+	pthread_mutex_lock(&lock);
+	for (size_t i = 0; i < DENIAL_KEYS && !d; i++)
+		if (slots[i].key == key && slots[i].sec)
+			d = &slots[i];
+	if (!d) {
+		d = &slots[0];
+		for (size_t i = 1; i < DENIAL_KEYS; i++)
+			if (slots[i].sec < d->sec)
+				d = &slots[i];
+		*d = (struct denial_rate){ .key = key, .sec = now.tv_sec };
+	}
+	if (d->sec != now.tv_sec) {
+		held = d->held;
+		d->sec = now.tv_sec;
+		d->shown = 0;
+		d->held = 0;
+	}
+	print = d->shown < DENIAL_LINES;
+	if (print)
+		d->shown++;
+	first_held = !print && ++d->held == 1;
+	pthread_mutex_unlock(&lock);
+	if (held)
+		log_notice("%lu more denied %s (%s) were not shown", held, c->e->name, rule);
+	if (first_held)
+		log_notice("more denied %s (%s) this second are not shown; the summary counts "
+			   "them", c->e->name, rule);
+	if (!print)
+		return;
 	if (c->addr[0])
 		log_notice("denied %s %s (%s): %s", c->e->name, c->addr, c->verdict.rule,
 			   en ? en : "error");
 	else
 		log_notice("denied %s \"%s\" (%s): %s", c->e->name, c->has_path ? c->path : "",
-			   c->verdict.rule[0] ? c->verdict.rule : "policy", en ? en : "error");
+			   rule, en ? en : "error");
 }
 
 struct call_stack {
@@ -1390,6 +1450,7 @@ static void record(struct sup_call *c, uint64_t latency, const struct call_stack
 		.n_stack = st->n,
 	};
 	memcpy(a.args, c->req->data.args, sizeof(a.args));
+	proctrack_ids(c->s->proctrack, c->tid, &a.pid, &a.sandbox_pid, &a.sandbox_tid);
 	audit_sys(c->s->audit, &a);
 }
 
@@ -1430,6 +1491,7 @@ void dispatch_one(struct sup_ctx *s, const struct seccomp_notif *req, struct tra
 
 	handle(&c);
 	creds_self(); /* what follows is ours: the stack, the reply, the record */
+	proctrack_call(&c); /* ids and an exec's argv, read while the caller still waits */
 	stack_ns = capture_stack(&c, &stack);
 
 	switch (c.outcome) {

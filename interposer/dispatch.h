@@ -61,6 +61,7 @@ struct sup_ctx {
 	struct sup_net *netst;            /* net.c: pending connects, the DNS socket */
 	int epfd;                         /* the loop's epoll set (net.c adds sockets to it) */
 	struct audit_writer *audit;
+	struct proctrack *proctrack;      /* process records and sandbox ids (proctrack.c) */
 	struct events *events;            /* --events: live JSON lines, or NULL */
 	pid_t init_host_pid;              /* namespaced: pid 1 of the sandbox, else 0 */
 	pid_t cmd_host_pid;

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "audit.h"
@@ -45,13 +46,15 @@ static const char run_usage[] =
 	"  --hide GLOB            --deny GLOB         --file DST CONTENT|@HOSTFILE\n"
 	"  --chdir DIR            --allow-net DEST    --deny-net DEST    --allow-bind PORT\n"
 	"Process:\n"
-	"  --setenv NAME VALUE    --keep-env NAME     --stdin    --tty (keeps the terminal, implies --stdin)\n"
+	"  --setenv NAME VALUE    --keep-env NAME\n"
+	"  --stdin / --no-stdin   pass moat's stdin (default when it is not a terminal) / /dev/null\n"
+	"  --tty                  keep the terminal (implies --stdin)\n"
 	"Limits (for the whole run):\n"
 	"  --timeout SECS  --memory SIZE  --pids N  --cpu SECS  --nofile N  --fsize SIZE\n"
 	"  --disk SIZE            room for all the run writes privately (/tmp, /dev/shm, home)\n"
 	"  --strict               refuse to run when a limit cannot be enforced\n"
 	"Output:\n"
-	"  -v, --verbose          one line per denial on stderr\n"
+	"  -v, --verbose          one line per denial on stderr (10 a second per syscall and rule)\n"
 	"  -q, --quiet            no denial summary\n"
 	"  --report FILE          JSON result: status, reason, times, denials, changed files\n"
 	"  --events FILE|fd:N     live JSON lines: denials with rule and hint, limits, result\n"
@@ -126,13 +129,14 @@ enum {
 	OPT_MODE = 1000, OPT_TTY, OPT_STDIN, OPT_STRICT, OPT_TIMEOUT, OPT_MEMORY, OPT_PIDS,
 	OPT_CPU, OPT_NOFILE, OPT_FSIZE, OPT_DISK, OPT_SETENV, OPT_KEEPENV, OPT_REPORT, OPT_AUDIT,
 	OPT_AUDIT_KEY, OPT_AUDIT_STACKS, OPT_SESSION, OPT_TENANT, OPT_POLICY, OPT_PROFILE,
-	OPT_DIRECTIVE, OPT_JSON, OPT_EVENTS, OPT_START_FD,
+	OPT_DIRECTIVE, OPT_JSON, OPT_EVENTS, OPT_START_FD, OPT_NO_STDIN,
 };
 
 static const struct option run_options[] = {
 	{ "mode", required_argument, NULL, OPT_MODE },
 	{ "tty", no_argument, NULL, OPT_TTY },
 	{ "stdin", no_argument, NULL, OPT_STDIN },
+	{ "no-stdin", no_argument, NULL, OPT_NO_STDIN },
 	{ "strict", no_argument, NULL, OPT_STRICT },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
@@ -175,6 +179,7 @@ struct cli {
 	struct policy policy;
 	struct proc_map pm;
 	bool json;
+	bool stdin_given;      /* --stdin, --no-stdin or --tty decided it */
 };
 
 /* Parse run options (also used by `policy show`). Returns optind of the command. */
@@ -214,9 +219,12 @@ static int parse_run_options(struct cli *c, int argc, char **argv, const char *u
 			/* An interactive terminal is of no use without the caller's stdin. */
 			o->tty = true;
 			o->stdin_pass = true;
+			c->stdin_given = true;
 			break;
 		case OPT_STDIN:
-			o->stdin_pass = true;
+		case OPT_NO_STDIN:
+			o->stdin_pass = opt == OPT_STDIN;
+			c->stdin_given = true;
 			break;
 		case OPT_STRICT:
 			o->strict = true;
@@ -367,6 +375,15 @@ static int cmd_run(int argc, char **argv)
 	if (c.o.start_fd < 0 && first >= argc)
 		usage_fail(run_usage, "no command given%s", "");
 	c.o.argv = c.o.start_fd >= 0 ? waiting : argv + first;
+	/* A pipe or a redirected file is input meant for the command (echo ... | moat run
+	 * -- python3 -); only a terminal is the user's, kept from the command unless
+	 * --stdin or --tty says otherwise. A warm start (--start-fd) takes its command
+	 * from its caller, not from a user: /dev/null unless --stdin. */
+	if (!c.stdin_given && c.o.start_fd < 0) {
+		struct stat st;
+
+		c.o.stdin_pass = fstat(STDIN_FILENO, &st) == 0 && !isatty(STDIN_FILENO);
+	}
 	if (c.o.verbose)
 		moat_log_level = LOG_LEVEL_INFO;
 	build_policy(&c);
@@ -415,6 +432,95 @@ static int cmd_syscalls(int argc, char **argv)
 	return sc_print_table(arch, json, stdout) < 0 ? MOAT_EXIT_FAILURE : 0;
 }
 
+/* Text with the escapes a directive reads back: in a path, "\:" and "\\" (split_colon()
+ * in vfs/table.c); in a file's content, "\\", "\n" and "\t". */
+static void print_escaped(const char *s, bool content)
+{
+	for (const char *p = s; *p; p++) {
+		if (*p == '\\' || (!content && *p == ':'))
+			putchar('\\');
+		if (content && *p == '\n')
+			fputs("\\n", stdout);
+		else if (content && *p == '\t')
+			fputs("\\t", stdout);
+		else
+			putchar(*p);
+	}
+}
+
+/* One vfs rule, resolved: absolute paths and globs, so that the file means the same
+ * read from any directory (a relative --bind or a "~" would not). */
+static int print_fs_rule(json_t *r)
+{
+	const char *w = json_string_value(json_object_get(r, "directive"));
+	const char *host = json_string_value(json_object_get(r, "host"));
+	const char *virt = json_string_value(json_object_get(r, "virtual"));
+	const char *glob = json_string_value(json_object_get(r, "glob"));
+	const char *size = json_string_value(json_object_get(r, "size"));
+	const char *content = json_string_value(json_object_get(r, "content"));
+
+	if (!w)
+		return -EINVAL;
+	if ((streq(w, "bind") || streq(w, "ro-bind")) && host && virt) {
+		printf("%s ", w);
+		print_escaped(host, false);
+		if (!streq(host, virt)) {
+			putchar(':');
+			print_escaped(virt, false);
+		}
+	} else if ((streq(w, "hide") || streq(w, "deny")) && glob) {
+		printf("%s %s", w, glob);
+	} else if (streq(w, "tmpfs") && virt) {
+		printf("tmpfs %s%s%s", virt, size ? " " : "", size ? size : "");
+	} else if (streq(w, "file") && virt && (content || host)) {
+		printf("file %s ", virt);
+		if (content)
+			print_escaped(content, true);
+		else
+			printf("@%s", host);
+	} else {
+		return -EINVAL;
+	}
+	putchar('\n');
+	return 0;
+}
+
+/*
+ * The resolved policy as a policy file (moat-policy 1) that --policy and `moat policy
+ * check` read back: the default profile's directives written out after "profile none",
+ * then every directive given, in order, resolved. Read back, it gives the same rules;
+ * its sha256 differs from the one in the comment, which covers the directives as they
+ * were given and where (origins).
+ */
+static int print_policy_text(json_t *j, const char *hash)
+{
+	json_t *fs = json_object_get(j, "fs"), *net = json_object_get(j, "net");
+	json_t *rules = json_object_get(fs, "rules"), *chdir = json_object_get(fs, "chdir"), *r;
+	static const struct { const char *key, *word; } nets[] = {
+		{ "allow", "allow-net" }, { "deny", "deny-net" }, { "bind", "allow-bind" },
+	};
+	size_t i;
+
+	if (!json_is_array(rules))
+		return -EINVAL;
+	printf("moat-policy 1\n# the resolved policy (sha256 %s)\nprofile none\n", hash);
+	json_array_foreach(rules, i, r)
+		if (print_fs_rule(r) < 0)
+			return -EINVAL;
+	if (json_is_string(chdir))
+		printf("chdir %s\n", json_string_value(chdir));
+	for (size_t k = 0; k < ELEMENTSOF(nets); k++) {
+		json_array_foreach(json_object_get(net, nets[k].key), i, r) {
+			const char *d = json_string_value(json_object_get(r, "dest"));
+
+			if (!d)
+				return -EINVAL;
+			printf("%s %s\n", nets[k].word, d);
+		}
+	}
+	return 0;
+}
+
 static int cmd_policy(int argc, char **argv)
 {
 	const char *usage = "usage: moat policy check FILE\n       moat policy show [--json] [RUN OPTIONS]\n";
@@ -451,8 +557,11 @@ static int cmd_policy(int argc, char **argv)
 			return 0;
 		}
 		j = json_loads(c.o.policy_json, 0, NULL);
-		json_dumpf(j, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
-		printf("\nsha256 %s\n", c.o.policy_hash);
+		if (!j || print_policy_text(j, c.o.policy_hash) < 0) {
+			json_decref(j);
+			log_error("cannot print the policy");
+			return MOAT_EXIT_FAILURE;
+		}
 		json_decref(j);
 		return 0;
 	}

@@ -28,24 +28,31 @@
  *     sendmsg as UDP;
  *   - fd-based records (getdents64, fstat through AT_EMPTY_PATH) carry no decision.
  *
- * suggest writes a `moat-policy 1` file with `profile none` and the mappings the run
- * needed: what it read (ro-bind), what it wrote or created entries in (bind), the
- * workspace (bind, read-only unless written), a private /tmp when it used /tmp, /proc
- * when it looked there, and allow-net for every destination. Paths are resolved on the
- * host again so that every symlink on the way (merged /usr's /lib, /etc/localtime) is
- * mapped too; a path that did not exist maps its deepest existing directory, so the
- * lookup fails with the host's ENOENT instead of a denial. Exec'd programs also map their
- * ELF interpreter and #! interpreter, which the kernel opens without notifying us.
- * Read-only paths are collapsed to at most three components (/usr/lib/python3.11) and
- * four or more siblings to their directory (never to a top-level directory, so /etc stays
- * a list of files). Virtual paths are taken as host paths, which holds in unnamespaced
- * mode and for the default profile.
+ * suggest writes a `moat-policy 1` file with `profile none` that grants what the run
+ * used and was allowed, nothing else: what it read (ro-bind), what it wrote or created
+ * entries in (bind), the workspace (bind, read-only unless written), a private /tmp when
+ * it used /tmp, /proc when it looked there, and allow-net for every destination it
+ * reached (not moat's own DNS responder or the sandbox's loopback). After the mappings,
+ * so that they win, come hides for every secret of the default profile
+ * (vfs_default_secrets, the same list, even those the run read) and for every path the
+ * run was denied. The host's root is never mapped as a whole (with --keep-ro-bind-root
+ * only when the run had it), and a path no policy line can name exactly (a control
+ * character, edge blanks) is left unmapped. Paths are resolved on the host again so
+ * that every symlink on the way (merged /usr's /lib, /etc/localtime) is mapped too; a
+ * path that did not exist maps nothing (its lookup fails with ENOENT, unmapped), except
+ * below the system directories. Exec'd programs also map their ELF interpreter and #!
+ * interpreter, which the kernel opens without notifying us. Only below the system
+ * directories the default profile maps read-only anyway (/usr, /lib*, /bin, /sbin,
+ * /etc) are read-only paths collapsed to at most three components (/usr/lib/python3.11)
+ * and four or more siblings to their directory (never to a top-level directory, so /etc
+ * stays a list of files). Virtual paths are taken as host paths, which holds in
+ * unnamespaced mode and for the default profile.
  */
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <getopt.h>
+#include <jansson.h>
 #include <arpa/inet.h>
 #include <limits.h>
 #include <netinet/in.h>
@@ -65,6 +72,7 @@
 #include "policy.h"
 #include "proc-ops.h"
 #include "replay.h"
+#include "sandbox-net.h"
 #include "sc.h"
 #include "vfs.h"
 
@@ -293,7 +301,27 @@ struct run_info {
 	char *cwd;
 	enum vfs_mode mode;
 	bool have_hdr;
+	bool root_mapped;       /* the run's policy mapped the host's / (ro-bind / or bind /) */
 };
+
+/* Whether the canonical policy JSON of a header maps "/" itself. */
+static bool policy_maps_root(const char *policy_json)
+{
+	json_t *j = policy_json ? json_loads(policy_json, 0, NULL) : NULL;
+	json_t *rules = json_object_get(json_object_get(j, "fs"), "rules"), *rule;
+	bool found = false;
+	size_t i;
+
+	json_array_foreach(rules, i, rule) {
+		const char *virt = json_string_value(json_object_get(rule, "virtual"));
+		const char *dir = json_string_value(json_object_get(rule, "directive"));
+
+		if (virt && dir && streq(virt, "/") && (streq(dir, "ro-bind") || streq(dir, "bind")))
+			found = true;
+	}
+	json_decref(j);
+	return found;
+}
 
 static int read_hdr(struct audit_reader *r, const struct audit_rec *rec, struct run_info *ri)
 {
@@ -307,6 +335,7 @@ static int read_hdr(struct audit_reader *r, const struct audit_rec *rec, struct 
 		return -ENOMEM;
 	ri->mode = h.mode && streq(h.mode, "unnamespaced") ? VFS_MODE_UNNAMESPACED
 							    : VFS_MODE_NAMESPACED;
+	ri->root_mapped = policy_maps_root(h.policy_json);
 	ri->have_hdr = true;
 	return 0;
 }
@@ -332,9 +361,31 @@ struct replay {
 	struct net *net;
 	struct run_info ri;
 	char old_tmp[PATH_MAX];        /* unnamespaced: the recorded run's private /tmp dir */
-	unsigned long long decided, changed, to_denied, to_allowed, skipped;
+	unsigned long long decided, changed, to_denied, to_allowed, skipped, infra;
 	bool json;
 };
+
+/* The rule net.c names when a namespaced sandbox reaches a server of its own. */
+#define OWN_LOOPBACK_RULE "the sandbox's own loopback (its network namespace)"
+
+/*
+ * Destinations that are moat's own infrastructure, not a decision of any policy: in a
+ * namespaced run, the DNS responder at 127.0.0.1:53 inside the sandbox (every policy
+ * gets it: its resolv.conf names it), and a loopback server of the sandbox itself,
+ * served in the sandbox's own network namespace whatever the rules say.
+ */
+static bool moat_own_destination(const struct replay *R, const struct audit_sys *s,
+				 const struct sockaddr_storage *ss)
+{
+	const struct sockaddr_in *in = (const void *)ss;
+
+	if (R->ri.mode != VFS_MODE_NAMESPACED || s->decision == AUDIT_DENIED)
+		return false;
+	if (ss->ss_family == AF_INET && in->sin_addr.s_addr == htonl(INADDR_LOOPBACK) &&
+	    in->sin_port == htons(53))
+		return true;
+	return s->rule && streq(s->rule, OWN_LOOPBACK_RULE);
+}
 
 /*
  * Unnamespaced runs record their private /tmp at its host path
@@ -409,6 +460,10 @@ static bool replay_decide(struct replay *R, const struct audit_sys *s, struct ou
 
 		if (parse_inet(s->addr, &ss, &len) < 0)
 			return false;
+		if (!k.binding && moat_own_destination(R, s, &ss)) {
+			R->infra++;
+			return false;
+		}
 		if (k.binding) {
 			/* Namespaced, the sandbox binds in its own empty network namespace. */
 			if (R->ri.mode == VFS_MODE_NAMESPACED)
@@ -474,7 +529,7 @@ int replay_cli(int argc, char **argv)
 	struct proc_map pm;
 	struct audit_reader *rd = NULL;
 	const char *policy_path = NULL, *file;
-	char errbuf[1024], here[PATH_MAX];
+	char errbuf[1024], here[PATH_MAX], ne[512];
 	unsigned bad = 0;
 	int opt, r, status = EXIT_USAGE;
 
@@ -515,6 +570,7 @@ int replay_cli(int argc, char **argv)
 		struct audit_rec rec;
 		struct audit_sys s;
 		struct outcome o;
+		unsigned long long infra;
 		bool was_denied, now_denied;
 
 		r = audit_reader_next(rd, &rec);
@@ -541,6 +597,12 @@ int replay_cli(int argc, char **argv)
 					here);
 			r = policy_apply(&pol, proc_map_init(&pm), &R.vfs, &R.net, errbuf,
 					 sizeof(errbuf));
+			/* moat's own additions (the sandbox's resolv.conf or hosts file), and
+			 * exact names in allow-net rules resolved as at the run's start */
+			if (r >= 0)
+				r = sup_net_prepare(R.vfs, R.net,
+						    R.ri.mode == VFS_MODE_NAMESPACED, ne,
+						    sizeof(ne), errbuf, sizeof(errbuf));
 			if (r >= 0)
 				r = vfs_finalize(R.vfs, R.ri.mode, errbuf, sizeof(errbuf));
 			if (chdir(here) < 0) {
@@ -550,8 +612,6 @@ int replay_cli(int argc, char **argv)
 				fprintf(stderr, "moat audit replay: %s: %s\n", policy_path, errbuf);
 				goto out;
 			}
-			/* Exact names in allow-net rules resolve as they would at the run's start. */
-			net_resolve_rules(R.net, errbuf, sizeof(errbuf));
 			continue;
 		}
 		if (rec.type != AUDIT_REC_SYS)
@@ -565,8 +625,10 @@ int replay_cli(int argc, char **argv)
 			continue;
 		if (s.decision == AUDIT_NATIVE || s.decision >= _AUDIT_DECISION_MAX)
 			continue;
+		infra = R.infra;
 		if (!replay_decide(&R, &s, &o)) {
-			R.skipped++;
+			if (R.infra == infra)
+				R.skipped++;
 			continue;
 		}
 		R.decided++;
@@ -592,6 +654,10 @@ int replay_cli(int argc, char **argv)
 	printf("%llu of %llu decisions change under %s (%llu allowed -> denied, %llu denied -> "
 	       "allowed); %llu records carry no name decision\n", R.changed, R.decided,
 	       policy_path, R.to_denied, R.to_allowed, R.skipped);
+	if (R.infra)
+		printf("%llu records reached moat's own infrastructure (the DNS responder at "
+		       "127.0.0.1:53 or the sandbox's own loopback, namespaced): no policy "
+		       "decides them, not replayed\n", R.infra);
 	status = R.changed ? EXIT_CHANGES : 0;
 out:
 	audit_reader_free(rd);
@@ -619,9 +685,14 @@ struct suggest {
 	size_t n_nets;
 	char **unfixable;      /* denials no mapping can lift */
 	size_t n_unfixable;
-	char **touched;        /* every absolute path the run named, for the secret hides */
-	size_t n_touched, cap_touched;
-	bool cwd_rw, tmp, proc;
+	char **denied;         /* paths the run was denied: hidden in the suggestion */
+	size_t n_denied;
+	char **secrets_used;   /* "PATH (GLOB)": secrets the run used, hidden all the same */
+	size_t n_secrets_used;
+	char **unsafe;         /* paths no policy line can name (control characters, ...) */
+	size_t n_unsafe;
+	const char *home;
+	bool cwd_rw, tmp, proc, keep_root;
 };
 
 static int strv_add_unique(char ***v, size_t *n, const char *s)
@@ -664,6 +735,9 @@ static int need_add(struct suggest *S, const char *path, unsigned how)
 	S->needs[S->n++].how = how;
 	return 0;
 }
+
+static bool collapsible(const char *p);
+static size_t depth_of(const char *p);
 
 /*
  * Follow path on the host as the vfs walker would inside a same-path view, noting every
@@ -722,9 +796,17 @@ static int host_walk(struct suggest *S, const char *path, unsigned how, bool par
 			S->tmp = true;
 			return 0;
 		}
-		if (lstat(next, &st) < 0)
-			/* the rest did not exist: the lookup must reach cur and fail there */
-			return need_add(S, cur, (how & NEED_RW) && parent ? NEED_RW : NEED_RO);
+		if (lstat(next, &st) < 0) {
+			/* The rest does not exist. Entries the run created there need the
+			 * deepest existing directory writable. A read of it fails when nothing
+			 * is mapped too (ENOENT, as on the host, though counted as a denial),
+			 * so it maps that directory only below the system directories, where
+			 * collapse() may widen to anyway: elsewhere it would grant all of it. */
+			if ((how & NEED_RW) && parent)
+				return need_add(S, cur, NEED_RW);
+			return collapsible(cur) && depth_of(cur) >= 2 ? need_add(S, cur, NEED_RO)
+								       : 0;
+		}
 		if (S_ISLNK(st.st_mode)) {
 			char target[PATH_MAX], tmp[PATH_MAX * 2];
 			ssize_t n = readlink(next, target, sizeof(target) - 1);
@@ -802,45 +884,53 @@ static int suggest_exec(struct suggest *S, const char *binary, int depth)
 	return suggest_exec(S, interp, depth + 1);
 }
 
-static int touch(struct suggest *S, const char *path)
+/* Whether a policy line can name path exactly: the parser strips blanks around the
+ * argument and reads one line, so a path with a control character or an edge blank
+ * would name another path (or smuggle in a directive of the sandbox's choosing). */
+static bool policy_safe(const char *path)
 {
-	if (S->n_touched == S->cap_touched) {
-		size_t cap = S->cap_touched ? S->cap_touched * 2 : 256;
-		char **nt = realloc(S->touched, cap * sizeof(*nt));
+	size_t n = strlen(path);
 
-		if (!nt)
-			return -ENOMEM;
-		S->touched = nt;
-		S->cap_touched = cap;
-	}
-	S->touched[S->n_touched] = strdup(path);
-	return S->touched[S->n_touched] ? (int)(S->n_touched++, 0) : -ENOMEM;
+	if (!n || path[0] == ' ' || path[0] == '\t' || path[n - 1] == ' ' || path[n - 1] == '\t')
+		return false;
+	for (const unsigned char *p = (const unsigned char *)path; *p; p++)
+		if (*p < 0x20 || *p == 0x7f)
+			return false;
+	return true;
 }
 
-/* Whether path or one of its ancestors matches glob ('*' may cross '/': when unsure,
- * the glob counts as touched and is not hidden, so the run is never denied by it). */
-static bool glob_touches(const char *glob, const char *path)
+/* A path as text for a comment or a message: control characters as \xNN. */
+static void esc_text(char *buf, size_t len, const char *s)
 {
-	char p[PATH_MAX];
+	size_t o = 0;
 
-	snprintf(p, sizeof(p), "%s", path);
-	for (;;) {
-		char *sl;
-
-		if (fnmatch(glob, p, 0) == 0)
-			return true;
-		sl = strrchr(p, '/');
-		if (!sl || sl == p)
-			return false;
-		*sl = '\0';
+	for (const unsigned char *p = (const unsigned char *)s; *p && o + 5 < len; p++) {
+		if (*p < 0x20 || *p == 0x7f || *p == '\\')
+			o += (size_t)snprintf(buf + o, len - o, "\\x%02x", *p);
+		else
+			buf[o++] = (char)*p;
 	}
+	buf[o] = '\0';
+}
+
+/* Note a path the run used that the default profile counts as a secret. */
+static int note_secret(struct suggest *S, const char *path)
+{
+	const char *g = vfs_default_secret_of(S->home, path);
+	char line[PATH_MAX + 64], e[PATH_MAX];
+
+	if (!g)
+		return 0;
+	esc_text(e, sizeof(e), path);
+	snprintf(line, sizeof(line), "%s (%s)", e, g);
+	return strv_add_unique(&S->secrets_used, &S->n_secrets_used, line);
 }
 
 static int suggest_record(struct suggest *S, const struct audit_sys *s)
 {
 	struct call_need k = call_need(s);
-	bool denied = s->decision == AUDIT_DENIED;
-	char abs[PATH_MAX];
+	bool denied = s->decision == AUDIT_DENIED || s->decision == AUDIT_KILLED;
+	char abs[PATH_MAX], subj[PATH_MAX];
 	unsigned how;
 	bool parent;
 	int r;
@@ -851,19 +941,43 @@ static int suggest_record(struct suggest *S, const struct audit_sys *s)
 		struct sockaddr_storage ss;
 		socklen_t len;
 
-		if (k.binding || parse_inet(s->addr, &ss, &len) < 0)
+		/* only destinations the run reached, and not moat's own DNS responder or
+		 * the sandbox's own loopback: allowing those would open the host's */
+		if (denied || k.binding || parse_inet(s->addr, &ss, &len) < 0)
+			return 0;
+		if (S->ri.mode == VFS_MODE_NAMESPACED &&
+		    ((s->rule && streq(s->rule, OWN_LOOPBACK_RULE)) ||
+		     (ss.ss_family == AF_INET &&
+		      ((struct sockaddr_in *)&ss)->sin_addr.s_addr == htonl(INADDR_LOOPBACK) &&
+		      ((struct sockaddr_in *)&ss)->sin_port == htons(53))))
 			return 0;
 		return strv_add_unique(&S->nets, &S->n_nets, s->addr);
 	}
 	if (k.kind == CALL_NET && s->addr && strncmp(s->addr, "unix:@", 6) == 0)
 		return 0;
 	if (denied && !s->resolved && !(k.kind == CALL_NET && s->addr)) {
-		char line[512];
+		char line[PATH_MAX + 512], e1[128], e2[PATH_MAX], e3[256];
 
 		/* refused by a fixed rule (no handler, personality): no policy lifts it */
-		snprintf(line, sizeof(line), "%s \"%s\": %s", s->syscall ? s->syscall : "?",
-			 s->path ? s->path : "", s->rule ? s->rule : "denied");
+		esc_text(e1, sizeof(e1), s->syscall ? s->syscall : "?");
+		esc_text(e2, sizeof(e2), s->path ? s->path : "");
+		esc_text(e3, sizeof(e3), s->rule ? s->rule : "denied");
+		snprintf(line, sizeof(line), "%s \"%s\": %s", e1, e2, e3);
 		return strv_add_unique(&S->unfixable, &S->n_unfixable, line);
+	}
+	if (denied) {
+		const char *sp = subject_path(s, S->ri.cwd, subj, sizeof(subj));
+
+		/* A write refused by a read-only mapping stays refused: nothing is mapped
+		 * writable for it. Anything else the run was denied is hidden outright, so
+		 * no mapping of the suggestion can show it. */
+		if (s->err == EROFS || !sp || sp[0] != '/')
+			return 0;
+		if ((r = strv_add_unique(&S->denied, &S->n_denied, sp)) < 0)
+			return r;
+		if (s->resolved && s->resolved[0] == '/' && !streq(s->resolved, sp))
+			return strv_add_unique(&S->denied, &S->n_denied, s->resolved);
+		return 0;
 	}
 	how = (k.want & (VFS_WANT_WRITE | VFS_WANT_CREATE)) ? NEED_RW : NEED_RO;
 	/* creating, removing or renaming an entry needs its directory writable */
@@ -871,7 +985,7 @@ static int suggest_record(struct suggest *S, const struct audit_sys *s)
 	if (s->path && s->path[0] == '/') {
 		if (normalize("/", s->path, abs, sizeof(abs)) < 0)
 			return 0;
-	} else if (s->resolved && !denied) {
+	} else if (s->resolved) {
 		snprintf(abs, sizeof(abs), "%s", s->resolved);
 	} else if (s->path && s->path[0]) {
 		if (normalize(S->ri.cwd, s->path, abs, sizeof(abs)) < 0)
@@ -879,7 +993,7 @@ static int suggest_record(struct suggest *S, const struct audit_sys *s)
 	} else {
 		return 0;
 	}
-	if ((r = touch(S, abs)) < 0 || (s->resolved && (r = touch(S, s->resolved)) < 0))
+	if ((r = note_secret(S, abs)) < 0 || (s->resolved && (r = note_secret(S, s->resolved)) < 0))
 		return r;
 	if (path_under(abs, S->ri.cwd)) {
 		if (how == NEED_RW)
@@ -894,7 +1008,7 @@ static int suggest_record(struct suggest *S, const struct audit_sys *s)
 	if ((r = host_walk(S, abs, how, parent)) < 0)
 		return r;
 	/* the canonical object the run reached, when the record has it whole */
-	if (!denied && s->resolved && s->resolved[0] == '/' && !streq(s->resolved, abs) &&
+	if (s->resolved && s->resolved[0] == '/' && !streq(s->resolved, abs) &&
 	    (r = host_walk(S, s->resolved, how, parent)) < 0)
 		return r;
 	if (k.path2_is_path && s->path2 && s->path2[0]) {
@@ -906,7 +1020,7 @@ static int suggest_record(struct suggest *S, const struct audit_sys *s)
 			S->cwd_rw = true;
 	}
 	if (k.exec)
-		return suggest_exec(S, s->resolved && !denied ? s->resolved : abs, 0);
+		return suggest_exec(S, s->resolved ? s->resolved : abs, 0);
 	return 0;
 }
 
@@ -925,7 +1039,24 @@ static int cmp_need(const void *a, const void *b)
 	return strcmp(((const struct need *)a)->path, ((const struct need *)b)->path);
 }
 
-/* Cut read-only needs to three components, then fold crowded directories. */
+/*
+ * Whether a read-only need may be widened to its directory: only inside the system
+ * directories the default profile maps read-only as a whole anyway, so the widening
+ * never grants what the default profile would not. Elsewhere (homes, /srv, /var, the
+ * workspace's neighbours) only what the run used is mapped.
+ */
+static bool collapsible(const char *p)
+{
+	static const char *const sys[] = { "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64",
+					   "/libx32", "/etc" };
+
+	for (size_t i = 0; i < ELEMENTSOF(sys); i++)
+		if (path_under(p, sys[i]))
+			return true;
+	return false;
+}
+
+/* Cut read-only system needs to three components, then fold crowded directories. */
 static int collapse(struct suggest *S)
 {
 	bool again = true;
@@ -934,7 +1065,17 @@ static int collapse(struct suggest *S)
 	for (size_t i = 0; i < S->n; i++) {
 		char *p = S->needs[i].path;
 
-		if (S->needs[i].how == NEED_RO && depth_of(p) > 3) {
+		/* The root as a whole is never suggested (a listing of / needs no mapping:
+		 * the sandbox's root shows its mount points), unless asked for when the
+		 * run had it; nor a path no policy line can name. */
+		if (streq(p, "/") && !(S->keep_root && S->ri.root_mapped))
+			S->needs[i].how = 0;
+		if (!policy_safe(p)) {
+			if ((r = strv_add_unique(&S->unsafe, &S->n_unsafe, p)) < 0)
+				return r;
+			S->needs[i].how = 0;
+		}
+		if (S->needs[i].how == NEED_RO && depth_of(p) > 3 && collapsible(p)) {
 			char *c = p;
 
 			for (int k = 0; k < 4; k++)
@@ -949,7 +1090,7 @@ static int collapse(struct suggest *S)
 			char dir[PATH_MAX], *sl;
 			size_t count = 0;
 
-			if (S->needs[i].how != NEED_RO)
+			if (S->needs[i].how != NEED_RO || !collapsible(S->needs[i].path))
 				continue;
 			snprintf(dir, sizeof(dir), "%s", S->needs[i].path);
 			sl = strrchr(dir, '/');
@@ -1016,15 +1157,45 @@ static void put_path(FILE *f, const char *p)
 	}
 }
 
+/* A glob that matches exactly path: the matcher's wildcards and "\" escaped. */
+static void put_literal_glob(FILE *f, const char *p)
+{
+	for (; *p; p++) {
+		if (*p == '*' || *p == '?' || *p == '\\' || *p == ':' || *p == '[')
+			fputc('\\', f);
+		fputc(*p, f);
+	}
+}
+
+/* Whether hiding path would hide something the run used and was allowed. */
+static bool above_a_need(const struct suggest *S, const char *path)
+{
+	if (path_under(S->ri.cwd, path))
+		return true;
+	for (size_t i = 0; i < S->n; i++)
+		if (S->needs[i].how && path_under(S->needs[i].path, path))
+			return true;
+	return false;
+}
+
 static void write_policy(struct suggest *S, FILE *f, const char *file)
 {
+	bool root = S->keep_root && S->ri.root_mapped, first = true;
+	char e[PATH_MAX];
+
+	esc_text(e, sizeof(e), file);
 	fprintf(f, "moat-policy 1\n");
-	fprintf(f, "# Suggested by `moat audit suggest` from %s: what that run used, nothing\n"
-		"# else. Review before use; paths the run was denied are allowed here too.\n",
-		file);
+	fprintf(f, "# Suggested by `moat audit suggest` from %s: what that run used and was\n"
+		"# allowed, read-only unless it wrote there; what it was denied and the default\n"
+		"# profile's secrets stay hidden. Review before use.\n", e);
 	fprintf(f, "profile none\n\n# read\n");
+	if (root)
+		fputs("# the run mapped the host's root and --keep-ro-bind-root keeps it\n"
+		      "ro-bind /\n", f);
 	for (size_t i = 0; i < S->n; i++)
-		if (S->needs[i].how == NEED_RO) {
+		if (S->needs[i].how == NEED_RO && !streq(S->needs[i].path, "/") &&
+		    !(i > 0 && S->needs[i - 1].how == NEED_RO &&
+		      streq(S->needs[i - 1].path, S->needs[i].path))) {
 			fputs("ro-bind ", f);
 			put_path(f, S->needs[i].path);
 			fputc('\n', f);
@@ -1039,41 +1210,44 @@ static void write_policy(struct suggest *S, FILE *f, const char *file)
 			fputc('\n', f);
 		}
 	fputs("\n# workspace\n", f);
-	fputs(S->cwd_rw ? "bind " : "ro-bind ", f);
-	put_path(f, S->ri.cwd);
-	fputc('\n', f);
+	if (policy_safe(S->ri.cwd) && !streq(S->ri.cwd, "/")) {
+		fputs(S->cwd_rw ? "bind " : "ro-bind ", f);
+		put_path(f, S->ri.cwd);
+		fputc('\n', f);
+	} else {
+		esc_text(e, sizeof(e), S->ri.cwd);
+		fprintf(f, "# not mapped: %s\n", e);
+	}
 	if (S->tmp)
 		fputs("tmpfs /tmp\n", f);
-	{
-		/* The default profile's secrets, where a mapping above could show them and
-		 * the run did not touch them. */
-		static const char *const secrets[] = {
-			"/etc/shadow*", "/etc/gshadow*", "/etc/sudoers*", "/etc/ssh/ssh_host_*",
-			"/root", "~/.ssh", "~/.aws", "~/.config/gcloud", "~/.netrc", "~/.gnupg",
-			"**/.env", "**/*.pem", "**/id_rsa*",
-		};
-		const char *home = getenv("HOME");
-		bool first = true;
 
-		for (size_t i = 0; i < ELEMENTSOF(secrets); i++) {
-			char g[PATH_MAX];
-			bool touched = false;
+	/* Hides come after every mapping: the later rule wins. */
+	fputs("\n# the default profile's secrets, hidden whatever the run did\n", f);
+	for (size_t i = 0; vfs_default_secrets[i]; i++)
+		fprintf(f, "hide %s\n", vfs_default_secrets[i]);
+	for (size_t i = 0; i < S->n_secrets_used; i++) {
+		if (i == 0)
+			fputs("# the run used these secrets; they stay hidden:\n", f);
+		fprintf(f, "#   %s\n", S->secrets_used[i]);
+	}
+	for (size_t i = 0; i < S->n_denied; i++) {
+		const char *p = S->denied[i];
 
-			if (secrets[i][0] == '~')
-				snprintf(g, sizeof(g), "%s%s", home && home[0] == '/' ? home : "/root",
-					 secrets[i] + 1);
-			else
-				snprintf(g, sizeof(g), "%s", secrets[i]);
-			for (size_t j = 0; j < S->n_touched && !touched; j++)
-				touched = glob_touches(g[0] == '*' ? g + 3 : g, S->touched[j]) ||
-					  (g[0] == '*' && glob_touches(g, S->touched[j]));
-			if (touched)
-				continue;
-			if (first)
-				fputs("\n# secrets the run did not touch stay hidden\n", f);
-			first = false;
-			fprintf(f, "hide %s\n", g);
+		if (!policy_safe(p)) {
+			strv_add_unique(&S->unsafe, &S->n_unsafe, p);
+			continue;
 		}
+		if (first)
+			fputs("\n# denied to the run: denied here too\n", f);
+		first = false;
+		if (above_a_need(S, p) || streq(p, "/")) {
+			esc_text(e, sizeof(e), p);
+			fprintf(f, "# %s: not hidden, the run used what is under it (it stays unmapped)\n", e);
+			continue;
+		}
+		fputs("hide ", f);
+		put_literal_glob(f, p);
+		fputc('\n', f);
 	}
 	if (S->n_nets)
 		fputs("\n# network\n", f);
@@ -1083,20 +1257,29 @@ static void write_policy(struct suggest *S, FILE *f, const char *file)
 		fputs("\n# refused whatever the policy says:\n", f);
 	for (size_t i = 0; i < S->n_unfixable; i++)
 		fprintf(f, "#   %s\n", S->unfixable[i]);
+	for (size_t i = 0; i < S->n_unsafe; i++) {
+		if (i == 0)
+			fputs("\n# paths no policy line can name exactly (left unmapped):\n", f);
+		esc_text(e, sizeof(e), S->unsafe[i]);
+		fprintf(f, "#   %s\n", e);
+	}
 }
 
 static const char suggest_usage[] =
-	"usage: moat audit suggest FILE [-o OUT]\n"
-	"Write the smallest policy (moat-policy 1) that allows everything the run did.\n";
+	"usage: moat audit suggest [--keep-ro-bind-root] FILE [-o OUT]\n"
+	"Write the smallest policy (moat-policy 1) that allows what the run did and was\n"
+	"allowed: read-only unless written, denied paths and the default profile's secrets\n"
+	"hidden. --keep-ro-bind-root keeps `ro-bind /` when the run had it (never otherwise).\n";
 
 int suggest_cli(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "output", required_argument, NULL, 'o' },
+		{ "keep-ro-bind-root", no_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
-	struct suggest S = { 0 };
+	struct suggest S = { .home = getenv("HOME") };
 	struct audit_reader *rd = NULL;
 	const char *out_path = NULL, *file;
 	unsigned bad = 0;
@@ -1109,6 +1292,9 @@ int suggest_cli(int argc, char **argv)
 		switch (opt) {
 		case 'o':
 			out_path = optarg;
+			break;
+		case 'R':
+			S.keep_root = true;
 			break;
 		case 'h':
 			fputs(suggest_usage, stdout);
@@ -1154,7 +1340,8 @@ int suggest_cli(int argc, char **argv)
 		}
 		if (rec.type != AUDIT_REC_SYS || !S.ri.have_hdr)
 			continue;
-		if (audit_decode_sys(rd, &rec, &s) < 0 || s.decision == AUDIT_NATIVE)
+		if (audit_decode_sys(rd, &rec, &s) < 0 || s.decision == AUDIT_NATIVE ||
+		    s.decision >= _AUDIT_DECISION_MAX)
 			continue;
 		if ((r = suggest_record(&S, &s)) < 0) {
 			fprintf(stderr, "moat audit suggest: %s\n", strerror(-r));
@@ -1193,9 +1380,15 @@ out:
 	for (size_t i = 0; i < S.n_unfixable; i++)
 		free(S.unfixable[i]);
 	free(S.unfixable);
-	for (size_t i = 0; i < S.n_touched; i++)
-		free(S.touched[i]);
-	free(S.touched);
+	for (size_t i = 0; i < S.n_denied; i++)
+		free(S.denied[i]);
+	free(S.denied);
+	for (size_t i = 0; i < S.n_secrets_used; i++)
+		free(S.secrets_used[i]);
+	free(S.secrets_used);
+	for (size_t i = 0; i < S.n_unsafe; i++)
+		free(S.unsafe[i]);
+	free(S.unsafe);
 	free(S.ri.cwd);
 	return status;
 }

@@ -311,7 +311,13 @@ static int mount_one(const struct vfs_mount_info *m, void *ud)
 	int r;
 
 	snprintf(dst, sizeof(dst), "/newroot%s", m->virt);
-	/* /proc is the sandbox's own procfs, mounted before the table; only hides apply. */
+	/* /proc is the sandbox's own procfs, mounted before the table; only hides apply.
+	 * A mapping above it (ro-bind /) has since covered it with the host's procfs, so a
+	 * mapping of /proc itself (the vfs adds one below such a mapping) mounts the
+	 * sandbox's own again on top. */
+	if (m->kind != VFS_MOUNT_HIDE && strcmp(m->virt, "/proc") == 0 &&
+	    m->host && strcmp(m->host, "/proc") == 0)
+		return RET_NERRNO(mount("proc", dst, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL));
 	if (m->kind != VFS_MOUNT_HIDE &&
 	    (strcmp(m->virt, "/proc") == 0 || strncmp(m->virt, "/proc/", 6) == 0))
 		return 0;

@@ -54,6 +54,7 @@
 #include "missing-seccomp.h"
 #include "moat-config.h"
 #include "proc-ops.h"
+#include "proctrack.h"
 #include "sandbox-net.h"
 #include "spawn.h"
 #include "sup.h"
@@ -142,7 +143,9 @@ void sup_probe_features(struct sup_features *f)
 
 static char **build_env(const struct sup_opts *o, const char *tmpdir)
 {
-	const char *home = getenv("HOME"), *term = getenv("TERM");
+	/* the run's private home when the policy has one (vfs_home()), else the caller's */
+	const char *home = vfs_home(o->vfs) ? vfs_home(o->vfs) : getenv("HOME");
+	const char *term = getenv("TERM");
 	size_t cap = 8 + o->n_env + o->n_keep_env, n = 0;
 	char **envp = calloc(cap + 1, sizeof(char *));
 
@@ -200,6 +203,7 @@ struct notifier {
 
 struct run {
 	struct sup_ctx ctx;
+	const char *proctrack_why;      /* why there are no fork/exit records, or NULL */
 	struct sup_opts *o;
 	struct sup_features feat;
 	struct cgroup cg;
@@ -864,6 +868,7 @@ static void audit_header(struct run *R)
 		{ "landlock", R->feat.landlock_abi > 0, NULL },
 		{ "cgroup", R->have_cg, R->have_cg ? (R->cg.version == 2 ? "v2" : "v1") : R->cg_why },
 		{ "pidfd_getfd", R->feat.pidfd_getfd, NULL },
+		{ "proc_connector", proctrack_connected(R->ctx.proctrack), R->proctrack_why },
 	};
 	const char *names[256];
 	char buf[256][128];
@@ -905,6 +910,9 @@ static void audit_header(struct run *R)
 	};
 	if (audit_hdr(R->ctx.audit, &h) < 0)
 		log_warning("the audit stream has no header: its buffer is full");
+	/* process records only after the header: the stream starts with it */
+	if (proctrack_start(R->ctx.proctrack, R->ctx.audit, R->keeper) < 0)
+		log_warning("no fork and exit records: cannot start their thread");
 }
 
 static int collect_change(const struct vfs_change *ch, void *ud)
@@ -1092,8 +1100,11 @@ int sup_run(struct sup_opts *o)
 	}
 	if (o->disk)
 		vfs_set_disk_quota(o->vfs, o->disk);
-	if (vfs_needs_mounts(o->vfs) && own_mount_ns() < 0)
-		return MOAT_EXIT_FAILURE;
+	if (vfs_needs_mounts(o->vfs)) {
+		if (own_mount_ns() < 0)
+			return MOAT_EXIT_FAILURE;
+		vfs_allow_mounts(o->vfs);
+	}
 	r = vfs_finalize(o->vfs, R->ctx.namespaced ? VFS_MODE_NAMESPACED : VFS_MODE_UNNAMESPACED,
 			 errbuf, sizeof(errbuf));
 	if (r < 0) {
@@ -1155,6 +1166,9 @@ int sup_run(struct sup_opts *o)
 	if (o->events_spec && events_open(o->events_spec, &R->ctx.events) < 0)
 		return MOAT_EXIT_FAILURE;
 
+	/* Subscribed before the sandbox exists, so that its first fork is seen. */
+	if (o->audit_path)
+		R->ctx.proctrack = proctrack_open(&R->proctrack_why);
 	R->keeper = spawn_start(&plan, &R->pidfd);
 	safe_close(sv[1]);
 	if (R->keeper < 0)
@@ -1258,9 +1272,17 @@ int sup_run(struct sup_opts *o)
 	if (o->report_path)
 		write_report(R, status);
 	if (R->ctx.audit) {
+		unsigned long lost;
+
 		audit_header(R); /* the listener never came: the stream still says what ran */
+		lost = proctrack_stop(R->ctx.proctrack);
+		if (lost)
+			log_warning("the kernel dropped process events %lu times: some fork or "
+				    "exit records are missing", lost);
 		audit_finish(R, status);
 	}
+	proctrack_free(R->ctx.proctrack);
+	R->ctx.proctrack = NULL;
 	free_changes(R);
 	if (R->have_cg)
 		cg_destroy(&R->cg);

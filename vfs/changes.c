@@ -164,6 +164,7 @@ void vfs__change_note(const struct vfs *cv, enum vfs_change_kind kind, const cha
 	struct vfs *v = (struct vfs *)cv;
 	struct vfs__change *ch, *prev;
 
+	vfs__own_note(cv, kind, vpath, old_vpath);
 	pthread_mutex_lock(&v->lock);
 	ch = find(v, vpath);
 	switch (kind) {
@@ -324,7 +325,7 @@ struct linux_dirent64 {
  * name to show instead (sandbox numbering; out must hold it).
  */
 static bool entry_visible(const struct vfs *v, const char *dir, const struct vfs__rule *dm,
-                          bool implicit, const char *name, char *out, size_t outlen)
+                          bool implicit, const char *name, ino_t ino, char *out, size_t outlen)
 {
 	char p[PATH_MAX];
 	const struct vfs__rule *ex, *h;
@@ -339,6 +340,9 @@ static bool entry_visible(const struct vfs *v, const char *dir, const struct vfs
 		return false;
 	h = vfs__glob_latest(v, p);
 	if (h && h->kind == VFS__HIDE && !(ex && ex->seq > h->seq))
+		return false;
+	if (dm && dm->own_only && !ex && streq(dm->virt, dir) &&
+	    !vfs__own_visible(v, p, ino, (uid_t)-1))
 		return false;
 	if (dm && dm->is_proc && streq(dm->virt, dir) && name[strspn(name, "0123456789")] == '\0') {
 		pid_t sp;
@@ -378,7 +382,7 @@ _public_ size_t vfs_filter_dirents(const struct vfs *v, const char *dir_vpath, v
 		if (rl < sizeof(*d) || pos + rl > len)
 			break;
 		pos += rl;
-		if (!entry_visible(v, dir_vpath, dm, implicit, d->d_name, rename_to,
+		if (!entry_visible(v, dir_vpath, dm, implicit, d->d_name, d->d_ino, rename_to,
 		                   sizeof(rename_to)))
 			continue;
 		/* entries only ever move towards the start: memmove is enough */
@@ -405,6 +409,8 @@ _public_ bool vfs_dir_needs_filter(const struct vfs *v, const char *dir_vpath)
 	if (!dm || vfs__is_implicit(v, dir_vpath))
 		return true;
 	if (dm->is_proc && streq(dm->virt, dir_vpath))
+		return true;
+	if (dm->own_only && streq(dm->virt, dir_vpath))
 		return true;
 	for (size_t i = 0; i < v->n_globs; i++) {
 		const struct vfs__rule *g = v->globs[i];

@@ -72,7 +72,7 @@ static int walk_existing(const struct vfs *v, const struct vfs_caller *c, const 
 static int walk_new_entry(const struct vfs *v, const struct vfs_caller *c, const char *path,
                           struct vfs__walk *w, struct vfs_verdict *verdict)
 {
-	int r = vfs__walk(v, c, path, VFS__NOFOLLOW, 0, w, verdict);
+	int r = vfs__walk(v, c, path, VFS__NOFOLLOW | VFS__CREATE, 0, w, verdict);
 
 	if (r < 0)
 		return ret_err(verdict, r);
@@ -208,7 +208,8 @@ static int open_once(const struct vfs *v, const struct vfs_caller *c, const char
 	nofollow = (flags & O_NOFOLLOW) || ((flags & O_CREAT) && (flags & O_EXCL));
 
 	*ret_retry = false;
-	r = vfs__walk(v, c, path, nofollow ? VFS__NOFOLLOW : 0, resolve, &w, verdict);
+	r = vfs__walk(v, c, path, (nofollow ? VFS__NOFOLLOW : 0) | ((flags & O_CREAT) ? VFS__CREATE : 0),
+	              resolve, &w, verdict);
 	if (r < 0)
 		return ret_err(verdict, r);
 
@@ -610,7 +611,7 @@ _public_ int vfs_rename(const struct vfs *v, const struct vfs_caller *oldc, cons
 	r = walk_existing(v, oldc, oldpath, VFS__NOFOLLOW, 0, &o, verdict);
 	if (r < 0)
 		return r;
-	r = vfs__walk(v, newc, newpath, VFS__NOFOLLOW, 0, &n, verdict);
+	r = vfs__walk(v, newc, newpath, VFS__NOFOLLOW | VFS__CREATE, 0, &n, verdict);
 	if (r < 0)
 		return ret_err(verdict, r);
 	if ((flags & RENAME_EXCHANGE) && !n.exists)
@@ -853,7 +854,9 @@ _public_ int vfs_resolve(const struct vfs *v, const struct vfs_caller *c, const 
 	_cleanup_walk_ struct vfs__walk w = { .dirfd = -1, .fd = -1 };
 	int r, fd;
 
-	r = vfs__walk(v, c, path, (want & VFS_WANT_NOFOLLOW) ? VFS__NOFOLLOW : 0, 0, &w, verdict);
+	r = vfs__walk(v, c, path, ((want & VFS_WANT_NOFOLLOW) ? VFS__NOFOLLOW : 0) |
+	              ((want & VFS_WANT_CREATE) && (want & VFS_WANT_PARENT) ? VFS__CREATE : 0), 0,
+	              &w, verdict);
 	if (r < 0)
 		return ret_err(verdict, r);
 	if (want & VFS_WANT_PARENT) {
@@ -867,6 +870,8 @@ _public_ int vfs_resolve(const struct vfs *v, const struct vfs_caller *c, const 
 		if (ret_name)
 			snprintf(ret_name, NAME_MAX + 1, "%s", w.hname);
 		fd = fcntl(w.dirfd, F_DUPFD_CLOEXEC, 3);
+		if (fd >= 0 && (want & VFS_WANT_CREATE))
+			vfs__own_pending(v, w.vpath);
 		return ret_err(verdict, fd < 0 ? negative_errno() : fd);
 	}
 	if (!w.exists)

@@ -135,50 +135,62 @@ static bool match_comp(const char *p, const char *pe, const char *s, const char 
 	return p == pe;
 }
 
-/* pat and path both point just after a '/' (or at their end). */
+/* The component after the one at c, or NULL after the last; "" (the root) has none. */
+static const char *next_comp(const char *c)
+{
+	const char *e = strchrnul(c, '/');
+
+	return *e ? e + 1 : NULL;
+}
+
+static bool is_globstar(const char *c)
+{
+	return c[0] == '*' && c[1] == '*' && (c[2] == '/' || c[2] == '\0');
+}
+
+/*
+ * pat and path both point just after a '/'. Components are matched in order; "**" spans
+ * zero or more whole components. Like '*' in match_comp(), only the latest "**" is ever
+ * retried (an earlier one could only absorb what the later one can), so a pattern with
+ * many "**" costs components(pat) x components(path) at worst, never exponential time
+ * on a deep path from the sandbox.
+ */
 static bool match_from(const char *pat, const char *path)
 {
-	for (;;) {
-		const char *pe = strchrnul(pat, '/');
-		const char *se;
+	const char *p = *pat ? pat : NULL, *s = *path ? path : NULL;
+	const char *star_p = NULL, *star_s = NULL;
 
-		if (pe - pat == 2 && pat[0] == '*' && pat[1] == '*') {
-			/* "**" spans zero or more whole components */
-			const char *rest = *pe ? pe + 1 : pe;
-
-			if (!*rest)
+	if (!s) {
+		/* "/" itself: only a pattern of "**" components matches it */
+		while (p && is_globstar(p))
+			if ((p = next_comp(p)) && !*p)
 				return true;
-			for (const char *s = path;;) {
-				if (match_from(rest, s))
-					return true;
-				s = strchr(s, '/');
-				if (!s)
-					return false;
-				s++;
-			}
-		}
-		if (!*path) {
-			/* "/" itself: only a pattern of "**" components matches it */
-			return (pe - pat == 0 && !*pat);
-		}
-		se = strchrnul(path, '/');
-		if (!match_comp(pat, pe, path, se))
-			return false;
-		if (!*se) {
-			/* the path ends: the rest of the pattern may only be "**" */
-			while (*pe) {
-				pat = pe + 1;
-				pe = strchrnul(pat, '/');
-				if (pe - pat != 2 || pat[0] != '*' || pat[1] != '*')
-					return false;
-			}
-			return true;
-		}
-		if (!*pe)
-			return false;
-		pat = pe + 1;
-		path = se + 1;
+		return !p;
 	}
+	while (s) {
+		if (p && is_globstar(p)) {
+			/* a "**" that ends the pattern (a slash after it or not) takes
+			 * whatever is left */
+			if (!(p = next_comp(p)) || !*p)
+				return true;
+			star_p = p;
+			star_s = s;
+			continue;
+		}
+		if (p && match_comp(p, strchrnul(p, '/'), s, strchrnul(s, '/'))) {
+			p = next_comp(p);
+			s = next_comp(s);
+			continue;
+		}
+		if (!star_s)
+			return false;
+		/* the latest "**" takes one more component */
+		p = star_p;
+		s = star_s = next_comp(star_s);
+	}
+	while (p && is_globstar(p))
+		p = next_comp(p);
+	return !p;
 }
 
 /* Both absolute; the path is canonical ("/" or no trailing slash). */
@@ -578,6 +590,7 @@ _public_ struct vfs *vfs_free(struct vfs *v)
 		close(v->host_root_fd);
 	if (v->proc_self_fd >= 0)
 		close(v->proc_self_fd);
+	vfs__own_done(v, rm_rf_at);
 	if (v->private_mounted)
 		umount2(v->private_dir, MNT_DETACH);
 	if (v->private_dir)
@@ -592,6 +605,7 @@ _public_ struct vfs *vfs_free(struct vfs *v)
 		close(v->skeleton_lock);
 	free(v->skeleton);
 	free(v->tmpdir);
+	free(v->home_dir);
 	free(v->home);
 	free(v->cwd);
 	free(v->profile_cwd);
@@ -748,6 +762,31 @@ static int add_bind(struct vfs *v, const char *word, const char *arg, const char
 	r->virt = strdup(vdst);
 	if (!r->host || !r->virt)
 		return -ENOMEM;
+	/*
+	 * A mapping above /proc (ro-bind /) holds the host's procfs, whose magic links the
+	 * supervisor would read as itself: /proc/self would be the supervisor, its environ
+	 * the host's environment, its mem the supervisor's memory. So /proc inside it is
+	 * mapped as /proc is on its own, with the sandbox's pids and the caller's
+	 * /proc/self; a later mapping of the same path still replaces it.
+	 */
+	if (S_ISDIR(st.st_mode) && vfs__path_under("/proc", hsrc) && !streq(hsrc, "/proc")) {
+		char pv[PATH_MAX], pdesc[PATH_MAX + 64];
+		const char *rel = "/proc" + (streq(hsrc, "/") ? 0 : strlen(hsrc));
+
+		if ((size_t)snprintf(pv, sizeof(pv), "%s%s", streq(vdst, "/") ? "" : vdst, rel) >=
+		    sizeof(pv))
+			return fail(errbuf, errlen, "%s %s: path too long", word, arg);
+		snprintf(pdesc, sizeof(pdesc), "/proc:%s", pv);
+		r = rule_new(v, VFS__BIND, word, pdesc, origin);
+		if (!r)
+			return -ENOMEM;
+		r->writable = writable;
+		r->is_proc = true;
+		r->host = strdup("/proc");
+		r->virt = strdup(pv);
+		if (!r->host || !r->virt)
+			return -ENOMEM;
+	}
 	return 0;
 }
 
@@ -933,6 +972,19 @@ static int add_if_exists(struct vfs *v, const char *word, const char *path)
 	return add(v, word, path);
 }
 
+/* Hidden by the default profile, and kept hidden by every policy `moat audit suggest`
+ * writes: one list for both. */
+_public_ const char *const vfs_default_secrets[] = {
+	"/etc/shadow*", "/etc/gshadow*", "/etc/sudoers*", "/etc/ssh/ssh_host_*",
+	"/root", "~/.ssh", "~/.aws", "~/.config/gcloud", "~/.netrc", "~/.gnupg",
+	/* private keys by their usual names; not every *.pem, which would hide the
+	 * CA bundles TLS needs (certifi's cacert.pem breaks pip and python -m venv) */
+	"**/.env", "**/*key*.pem", "**/*.key", "**/*.p12", "**/*.pfx",
+	"**/id_rsa*", "**/id_dsa*", "**/id_ecdsa*", "**/id_ed25519*",
+	"/proc/kcore", "/proc/kmsg", "/proc/keys", "/proc/sysrq-trigger",
+	NULL,
+};
+
 /*
  * The default profile. Order matters (later wins, see vfs-internal.h): other users'
  * homes are hidden before the workspace is mapped, so a workspace inside a home is
@@ -948,15 +1000,6 @@ _public_ int vfs_add_default_profile(struct vfs *v, const char *home, const char
 	};
 	static const char *const dev_links[] = {
 		"/dev/fd", "/dev/stdin", "/dev/stdout", "/dev/stderr",
-	};
-	static const char *const secrets[] = {
-		"/etc/shadow*", "/etc/gshadow*", "/etc/sudoers*", "/etc/ssh/ssh_host_*",
-		"/root", "~/.ssh", "~/.aws", "~/.config/gcloud", "~/.netrc", "~/.gnupg",
-		/* private keys by their usual names; not every *.pem, which would hide the
-		 * CA bundles TLS needs (certifi's cacert.pem breaks pip and python -m venv) */
-		"**/.env", "**/*key*.pem", "**/*.key", "**/*.p12", "**/*.pfx",
-		"**/id_rsa*", "**/id_dsa*", "**/id_ecdsa*", "**/id_ed25519*",
-		"/proc/kcore", "/proc/kmsg", "/proc/keys", "/proc/sysrq-trigger",
 	};
 	char w[PATH_MAX];
 	int r;
@@ -988,7 +1031,7 @@ _public_ int vfs_add_default_profile(struct vfs *v, const char *home, const char
 	v->profile_cwd = strdup(cwd);
 	if (!v->profile_cwd)
 		return -ENOMEM;
-	if ((r = add(v, "tmpfs", "/tmp")) < 0)
+	if ((r = add(v, "tmpfs", "/tmp")) < 0 || (r = add(v, "tmpfs", "/dev/shm")) < 0)
 		return r;
 	for (size_t i = 0; i < ELEMENTSOF(devs); i++)
 		if ((r = add_if_exists(v, "bind", devs[i])) < 0)
@@ -998,10 +1041,53 @@ _public_ int vfs_add_default_profile(struct vfs *v, const char *home, const char
 			return r;
 	if ((r = add(v, "ro-bind", "/proc")) < 0)
 		return r;
-	for (size_t i = 0; i < ELEMENTSOF(secrets); i++)
-		if ((r = add(v, "hide", secrets[i])) < 0)
+	for (size_t i = 0; vfs_default_secrets[i]; i++)
+		if ((r = add(v, "hide", vfs_default_secrets[i])) < 0)
 			return r;
+	/*
+	 * A private, empty, writable home at the home's own path, so that what programs
+	 * keep there (~/.cache, ~/.npm, ~/.gitconfig, pip's and git's config lookups) works
+	 * without the real home: given after the hide rules, it rescues the home itself
+	 * from "hide /root" and "hide /home/...", while ~/.ssh and the other secrets below
+	 * it stay hidden. Not when the workspace is the home or lies above it (the caller
+	 * chose to work in it), nor for a home of "/" or one the tmpfs syntax cannot name.
+	 */
+	if (!streq(v->home, "/") && !strpbrk(v->home, " \t") &&
+	    (streq(cwd, "/") || !vfs__path_under(v->home, cwd)) &&
+	    (r = add(v, "tmpfs", v->home)) < 0)
+		return r;
 	return 0;
+}
+
+/* Each pattern read as add_glob() reads it: "~/x" against home, "**" from the root. */
+_public_ const char *vfs_default_secret_of(const char *home, const char *path)
+{
+	char pat[PATH_MAX], raw[PATH_MAX], p[PATH_MAX];
+
+	if (vfs__normalize("/", path, p, sizeof(p)) < 0)
+		return NULL;
+	for (size_t i = 0; vfs_default_secrets[i]; i++) {
+		const char *g = vfs_default_secrets[i];
+		char q[PATH_MAX];
+		int n = g[0] == '~' ? snprintf(raw, sizeof(raw), "%s/%s", home ? home : "/", g + 1)
+				    : snprintf(raw, sizeof(raw), "/%s", g);
+
+		if (n < 0 || (size_t)n >= sizeof(raw) || vfs__normalize("/", raw, pat, sizeof(pat)) < 0)
+			continue;
+		/* a hidden directory hides what is under it */
+		memcpy(q, p, sizeof(q));
+		for (;;) {
+			char *sl;
+
+			if (vfs__glob_match(pat, q))
+				return g;
+			sl = strrchr(q, '/');
+			if (!sl || sl == q)
+				break;
+			*sl = '\0';
+		}
+	}
+	return NULL;
 }
 
 /* --- finalize ---------------------------------------------------------------------------- */
@@ -1198,12 +1284,25 @@ static int write_file(const char *path, const char *data, size_t n)
 
 static int refresh_fixed(struct vfs *v);
 
+/* The world-writable, sticky directories programs name literally (/tmp/x, glibc's
+ * sem_open and shm_open): a tmpfs there is, unnamespaced, the host's directory showing
+ * only what the run made in it. */
+static bool shared_dir(const char *vpath)
+{
+	return streq(vpath, "/tmp") || streq(vpath, "/dev/shm");
+}
+
 _public_ int vfs_set_disk_quota(struct vfs *v, uint64_t bytes)
 {
 	if (v->finalized)
 		return -EBUSY;
 	v->disk_quota = bytes;
 	return 0;
+}
+
+_public_ void vfs_allow_mounts(struct vfs *v)
+{
+	v->may_mount = true;
 }
 
 _public_ bool vfs_needs_mounts(const struct vfs *v)
@@ -1276,10 +1375,11 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 			            "%s: unnamespaced mode cannot remap %s to %s (virtual paths "
 			            "equal host paths); this needs the namespaced mode",
 			            a->desc, a->host, a->virt);
-		if (a->kind == VFS__TMPFS && !streq(a->virt, "/tmp"))
+		if (a->kind == VFS__TMPFS && !shared_dir(a->virt) && !streq(a->virt, v->home))
 			return fail(errbuf, errlen,
-			            "%s: unnamespaced mode has no tmpfs (only a private /tmp); "
-			            "this needs the namespaced mode", a->desc);
+			            "%s: unnamespaced mode has no tmpfs (only /tmp and /dev/shm, "
+			            "showing what the run made in them, and a private home); this "
+			            "needs the namespaced mode", a->desc);
 	}
 
 	sweep_stale("/tmp", "moat-vfs-");
@@ -1295,7 +1395,7 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 		            strerror(-v->private_lock));
 	/* After the lock: a sweeper of another run locks the directory underneath, which
 	 * is the one the host sees, and so leaves it alone. */
-	if (v->disk_quota) {
+	if (v->disk_quota && v->may_mount) {
 		char opts[64];
 
 		snprintf(opts, sizeof(opts), "size=%llu,mode=0700", (unsigned long long)v->disk_quota);
@@ -1312,23 +1412,51 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 		if (a->dead)
 			continue;
 		if (a->kind == VFS__TMPFS) {
-			if ((r = private_path(v, "tmp", &a->host)) < 0)
-				return r;
-			if (mkdir(a->host, 01777) < 0 || chmod(a->host, 01777) < 0)
-				return fail(errbuf, errlen, "%s: %s", a->desc, strerror(errno));
-			if (a->size && (r = mount_sized(a)) < 0)
-				return fail(errbuf, errlen, "%s: cannot mount a tmpfs of %s: %s",
-				            a->desc, a->size, strerror(-r));
-			if (mode == VFS_MODE_UNNAMESPACED) {
-				/* the private /tmp lives at its own host path; the rest
-				 * of the host's /tmp is not mapped, so not visible */
+			bool home = streq(a->virt, v->home);
+			struct stat st;
+
+			/* the host's /tmp or /dev/shm cannot hold a SIZE or count towards
+			 * --disk: then a private directory at its own path, as any other */
+			if (mode == VFS_MODE_UNNAMESPACED && shared_dir(a->virt) && !a->size &&
+			    !v->disk_quota) {
+				/* no private directory can have this name: the host's,
+				 * showing only what the run makes in it (owned.c) */
+				if (stat(a->virt, &st) < 0 || !S_ISDIR(st.st_mode))
+					return fail(errbuf, errlen, "%s: the host has no %s directory",
+					            a->desc, a->virt);
+				a->kind = VFS__BIND;
+				a->own_only = true;
+				a->host = strdup(a->virt);
+				if (!a->host)
+					return -ENOMEM;
+			} else {
+				if ((r = private_path(v, "tmp", &a->host)) < 0)
+					return r;
+				if (mkdir(a->host, home ? 0700 : 01777) < 0 ||
+				    chmod(a->host, home ? 0700 : 01777) < 0)
+					return fail(errbuf, errlen, "%s: %s", a->desc,
+					            strerror(errno));
+				if (a->size && v->may_mount && (r = mount_sized(a)) < 0)
+					return fail(errbuf, errlen, "%s: cannot mount a tmpfs of %s: %s",
+					            a->desc, a->size, strerror(-r));
+			}
+			if (mode == VFS_MODE_UNNAMESPACED && !a->own_only) {
+				/* a private directory lives at its own host path (the
+				 * home is given to the sandbox as HOME, /tmp as TMPDIR) */
 				free(a->virt);
 				a->virt = strdup(a->host);
 				if (!a->virt)
 					return -ENOMEM;
 			}
-			if (!v->tmpdir)
-				v->tmpdir = strdup(a->virt);
+			if (home) {
+				free(v->home_dir);
+				if (!(v->home_dir = strdup(a->virt)))
+					return -ENOMEM;
+			} else if (streq(a->given, "/tmp") || (!v->tmpdir && !shared_dir(a->given))) {
+				free(v->tmpdir);
+				if (!(v->tmpdir = strdup(a->virt)))
+					return -ENOMEM;
+			}
 		} else if (a->kind == VFS__FILE && a->content) {
 			if ((r = private_path(v, "file", &a->host)) < 0)
 				return r;
@@ -1381,7 +1509,12 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 				s[1] = '\0';
 			else
 				*s = '\0';
-			if (vfs__mount_covering(v, p))
+			/* below an own_only mapping (the private home in the run's
+			 * private directory under the host's /tmp), the way to a mapping
+			 * is implicit too: it shows that mapping and nothing else */
+			const struct vfs__rule *cov = vfs__mount_covering(v, p);
+
+			if (cov && (!cov->own_only || streq(cov->virt, p)))
 				break;
 			if ((r = add_implicit(v, p)) < 0)
 				return r;
@@ -1495,13 +1628,20 @@ _public_ const char *vfs_initial_cwd(const struct vfs *v)
 }
 
 /*
- * The sandbox's temporary directory: in unnamespaced mode the private host directory
- * that stands for /tmp (export it as TMPDIR); namespaced, the tmpfs's virtual path.
- * NULL when the table has no tmpfs.
+ * The sandbox's temporary directory (export it as TMPDIR): the virtual path of the tmpfs
+ * at /tmp (unnamespaced, the host's /tmp showing what the run made in it), else of the
+ * first other tmpfs that is neither the home nor /dev/shm. NULL without one.
  */
 _public_ const char *vfs_tmpdir(const struct vfs *v)
 {
 	return v->tmpdir;
+}
+
+/* The sandbox's HOME: the virtual path of the tmpfs at the home (namespaced, the home's
+ * own path; unnamespaced, its private host directory), or NULL when there is none. */
+_public_ const char *vfs_home(const struct vfs *v)
+{
+	return v->home_dir;
 }
 
 /* Namespaced mode: host directory with the unmapped tree (empty directories, mount
@@ -1537,7 +1677,16 @@ _public_ int vfs_foreach_mount(const struct vfs *v,
 		const struct vfs__rule *g = v->globs[i];
 		struct vfs_mount_info mi = { .kind = VFS_MOUNT_HIDE, .virt = g->virt };
 
+		const struct vfs__rule *ex = vfs__mount_exact(v, g->virt);
+
 		if (g->kind != VFS__HIDE || strpbrk(g->virt, "*?\\"))
+			continue;
+		/* A later mapping of the path itself replaces what was hidden (the private
+		 * home over "hide /root"), and one below an unmapped hidden path (the
+		 * workspace in /root) needs the way to it, which holds only mount points
+		 * of moat's own: covering either would cover the mapping too. */
+		if ((ex && ex->seq > g->seq) ||
+		    (!vfs__mount_covering(v, g->virt) && vfs__rescuable(v, g, g->virt)))
 			continue;
 		if ((r = fn(&mi, ud)) != 0)
 			return r;

@@ -50,6 +50,8 @@ struct vfs__rule {
 	char *root_link;   /* root_type is a symlink: its target, read once (a symlink's
 	                      text never changes and root_fd pins it), else NULL */
 	bool root_is_link; /* host source is a symlink (e.g. /bin -> usr/bin) */
+	bool own_only;     /* unnamespaced /tmp, /dev/shm: the host's directory, showing only
+	                      the entries the run created in it (owned.c) */
 	/* hide/deny: what a path's last component must start with, end with (or be, when
 	 * tail_whole) for the glob to match it at all: a quick reject, see glob_tail() */
 	const char *head, *tail;
@@ -99,11 +101,15 @@ struct vfs {
 	char *skeleton_dir;        /* its own private dir when on /dev/shm, else NULL */
 	int private_lock, skeleton_lock; /* flock()ed fds of those two (see lock_private()) */
 	char *tmpdir;              /* what the sandbox should use as TMPDIR */
+	char *home_dir;            /* the private home's virtual path (the sandbox's HOME) */
+	struct vfs__own **own;     /* owned.c: the run's entries in own_only mappings, by
+	                              vpath hash; guarded by lock */
 	unsigned n_private;
 	uint64_t disk_quota;       /* --disk: private_dir is a tmpfs of this size, or 0 */
 	bool private_mounted;
+	bool may_mount;            /* vfs_allow_mounts(): the sizes are mounted, not just checked */
 
-	pthread_mutex_t lock;      /* guards changes */
+	pthread_mutex_t lock;      /* guards changes and own */
 	struct vfs__change *changes;
 	size_t n_changes, cap_changes;
 	size_t *change_buckets;    /* vpath hash -> first index of its chain (changes.c) */
@@ -147,6 +153,9 @@ enum {
 	VFS__STATONLY = 1u << 1, /* the caller needs the last object's stat, not an fd of it:
 	                            w->fd may stay -1 although w->exists (w->dirfd and
 	                            w->hname name it) */
+	VFS__CREATE = 1u << 2,   /* the walk is for a name to create (mkdir, mknod, symlink,
+	                            link's or rename's new name, O_CREAT): a hidden name, or
+	                            one under a hidden directory, says EACCES, not ENOENT */
 };
 
 struct vfs__walk {
@@ -185,6 +194,16 @@ void vfs__walk_done(struct vfs__walk *w);
 int vfs__walk_policy(const struct vfs *v, struct vfs__walk *w, unsigned want,
                      struct vfs_verdict *verdict);
 int vfs__reopen(const struct vfs *v, int fd, int flags);
+
+/* owned.c */
+struct vfs__own;
+bool vfs__own_root(const struct vfs *v, const char *dir_vpath);
+/* uid (uid_t)-1: not known (a directory entry), not checked */
+bool vfs__own_visible(const struct vfs *v, const char *vpath, ino_t ino, uid_t uid);
+void vfs__own_note(const struct vfs *v, enum vfs_change_kind kind, const char *vpath,
+                   const char *old_vpath);
+void vfs__own_pending(const struct vfs *v, const char *vpath);
+void vfs__own_done(struct vfs *v, void (*rm_rf_at)(int dfd, const char *name));
 
 /* changes.c */
 void vfs__change_note(const struct vfs *v, enum vfs_change_kind kind, const char *vpath,

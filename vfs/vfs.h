@@ -92,16 +92,25 @@ int vfs_add_directive(struct vfs *v, const char *word, const char *arg, const ch
  * /dev and /proc). home is the invoking user's home, cwd the workspace. */
 int vfs_add_default_profile(struct vfs *v, const char *home, const char *cwd);
 
+/* The secrets the default profile hides: `hide` globs ("~" is the home directory, a
+ * pattern starting "**" matches at any depth), NULL-terminated. */
+extern const char *const vfs_default_secrets[];
+/* The entry of vfs_default_secrets that hides path (absolute) or a directory above it,
+ * with "~" read as home; NULL when none does. Matched as the vfs matches hide rules. */
+const char *vfs_default_secret_of(const char *home, const char *path);
+
 /*
  * Bounds on what the run can write. With a disk quota (bytes, 0 = none) the private
  * directory holding every tmpfs's backing (the sandbox's /tmp, /dev/shm, home, and any
  * tmpfs of the policy) is itself a tmpfs of that size; a tmpfs directive with a SIZE gets
  * a tmpfs of that size as its backing. Both are mounted by vfs_finalize() on the host
- * paths the supervisor and the sandbox share, so the caller must be in a mount namespace
- * of its own, where it may mount (vfs_needs_mounts() says whether it must).
+ * paths the supervisor and the sandbox share, and only once the caller says it is in a
+ * mount namespace of its own where it may mount (vfs_allow_mounts(); vfs_needs_mounts()
+ * says whether it must): a vfs built only to check or replay a policy mounts nothing.
  */
 int vfs_set_disk_quota(struct vfs *v, uint64_t bytes);
 bool vfs_needs_mounts(const struct vfs *v);
+void vfs_allow_mounts(struct vfs *v);
 /* The disk quota's use at the end of the run: false without a quota. */
 bool vfs_disk_usage(const struct vfs *v, uint64_t *ret_used, uint64_t *ret_size);
 
@@ -119,10 +128,15 @@ const char *vfs_initial_cwd(const struct vfs *v);
 /* "~" in directives expands to this (default: $HOME at vfs_new()); call before them. */
 int vfs_set_home(struct vfs *v, const char *home);
 
-/* The sandbox's temporary directory, to export as TMPDIR: unnamespaced, the private host
- * dir created by vfs_finalize() for "tmpfs /tmp" (mapped at its own host path, the rest
- * of the host's /tmp hidden); namespaced, the tmpfs's virtual path. NULL without tmpfs. */
+/* The sandbox's temporary directory, to export as TMPDIR: the virtual path of "tmpfs /tmp"
+ * (unnamespaced, the host's /tmp, showing only the entries the run made in it), else
+ * of the first other tmpfs. NULL without tmpfs. */
 const char *vfs_tmpdir(const struct vfs *v);
+
+/* The sandbox's home, to export as HOME: the virtual path of a tmpfs at the home "~"
+ * stands for (the default profile makes one), namespaced at the home's own path,
+ * unnamespaced a private host dir at its own host path. NULL without one. */
+const char *vfs_home(const struct vfs *v);
 
 /* Namespaced mode, "/" unmapped: a host dir holding the unmapped part of the tree (empty
  * directories and mount points for every mapping whose parent is unmapped, and symlink

@@ -213,17 +213,81 @@ static int lookup(struct vfs__walk *w, const char *hn, const char *p, size_t ple
 }
 
 /*
+ * Would the lookup the walk refused have failed natively as well? A name that does not
+ * exist on the host is no policy decision: the verdict then says so (denied false), so
+ * that -v and the report count only what the policy took away, not every missing
+ * config file a program probes for. Natively the program would look the name up where
+ * it is on the host: in the mapped directory the walk stands in (dirfd), or, for an
+ * unmapped parent, at the same path on the host. Only the verdict changes, never what
+ * the program gets.
+ */
+static void verdict_native(struct vfs_verdict *verdict, const struct vfs__walk *w, int dirfd,
+                           const char *name, const char *p, const char *rest)
+{
+	char path[REM_MAX + NAME_MAX + 2];
+	struct stat st;
+	int r;
+
+	if (!verdict || !verdict->denied || verdict->err != ENOENT)
+		return;
+	/* the whole rest of the path, as the native lookup would go on with it */
+	while (rest && *rest == '/')
+		rest++;
+	if (w->mount && dirfd >= 0 && !w->mount->is_proc) {
+		snprintf(path, sizeof(path), "%s%s%s", name, rest && *rest ? "/" : "",
+		         rest ? rest : "");
+		r = fstatat(dirfd, path, &st, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT);
+	} else if (!w->mount) {
+		snprintf(path, sizeof(path), "%s%s%s", p, rest && *rest ? "/" : "",
+		         rest ? rest : "");
+		r = fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT);
+	} else {
+		return;
+	}
+	if (r < 0 && (errno == ENOENT || errno == ENOTDIR))
+		verdict->denied = false;
+}
+
+/* An entry of an own_only mapping's root (owned.c) that the run did not create is
+ * hidden, exactly as a hide rule hides. */
+static int own_check(const struct vfs *v, struct vfs__walk *w, const char *hn, const char *p,
+                     unsigned flags, struct found *f, struct vfs_verdict *verdict)
+{
+	struct stat st;
+	int r;
+
+	if (f->full)
+		st = f->st;
+	else if (fstatat(w->fd, hn, &st, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT) < 0)
+		memset(&st, 0, sizeof(st));
+	if (vfs__own_visible(v, p, st.st_ino, st.st_uid))
+		return 0;
+	if (f->ent)
+		vfs__dcache_release(w->dc, f->ent, false);
+	else if (f->owned && f->fd >= 0)
+		close(f->fd);
+	f->fd = -1;
+	f->ent = NULL;
+	f->owned = false;
+	r = (flags & VFS__CREATE) ? -EACCES : -ENOENT;
+	vfs__verdict(verdict, r, w->mount->desc, p);
+	return r;
+}
+
+/*
  * One component. Returns 0 when done, 1 when the new last component is a symlink to
  * follow (w->synth or the host link gives the target), or -errno.
  */
 static int walk_step(const struct vfs *v, const struct vfs_caller *c, struct vfs__walk *w,
-                     const char *name, bool last, unsigned flags, struct vfs_verdict *verdict)
+                     const char *name, const char *rest, bool last, unsigned flags,
+                     struct vfs_verdict *verdict)
 {
 	const struct vfs__rule *ex, *h;
 	char p[PATH_MAX], hbuf[16];
 	const char *hn = name;
 	size_t nl = strlen(name), plen;
 	struct found f = { .fd = -1 };
+	bool to_implicit = false;
 	int depth = -1, r;
 
 	if (!w->exists)
@@ -251,9 +315,14 @@ static int walk_step(const struct vfs *v, const struct vfs_caller *c, struct vfs
 	}
 	if (w->block && (w->block->kind == VFS__HIDE || !last) &&
 	    (last || !vfs__rescuable(v, w->block, p))) {
-		vfs__verdict(verdict, w->block->kind == VFS__HIDE ? -ENOENT : -EACCES,
-		             w->block->desc, p);
-		return w->block->kind == VFS__HIDE ? -ENOENT : -EACCES;
+		/* Looking, a hidden name does not exist. Creating, ENOENT would be a lie
+		 * programs act on (mkdir -p retries the parent for ever; mkdir("/root")
+		 * cannot fail so natively): the place refuses, as one the caller may not
+		 * write or search refuses, whether or not the name exists on the host. */
+		r = w->block->kind == VFS__HIDE && !(flags & VFS__CREATE) ? -ENOENT : -EACCES;
+		vfs__verdict(verdict, r, w->block->desc, p);
+		verdict_native(verdict, w, w->fd, name, p, rest);
+		return r;
 	}
 
 	w->synth[0] = '\0';
@@ -266,6 +335,7 @@ static int walk_step(const struct vfs *v, const struct vfs_caller *c, struct vfs
 		/* an unmapped directory that only leads to mount points */
 		if (!vfs__is_implicit(v, p)) {
 			vfs__verdict(verdict, -ENOENT, "unmapped", p);
+			verdict_native(verdict, w, -1, name, p, rest);
 			if (!last)
 				return -ENOENT;
 		} else if ((f.fd = vfs__implicit_fd(v, p)) >= 0) {
@@ -313,6 +383,12 @@ static int walk_step(const struct vfs *v, const struct vfs_caller *c, struct vfs
 		           last && (flags & VFS__STATONLY) && !w->mount->is_proc, &f);
 		if (r < 0)
 			return r;
+		if (f.exists && w->mount->own_only && w->mount_root) {
+			if (vfs__is_implicit(v, p))
+				to_implicit = true;
+			else if ((r = own_check(v, w, hn, p, flags, &f, verdict)) < 0)
+				return r;
+		}
 	}
 
 	/* advance: the current directory becomes the parent */
@@ -333,6 +409,8 @@ static int walk_step(const struct vfs *v, const struct vfs_caller *c, struct vfs
 		if (depth == 2)
 			w->proc_task = streq(name, "task");
 	}
+	if (to_implicit)
+		w->mount = NULL;
 	w->mount_root = ex != NULL;
 	str_copy(w->hname, sizeof(w->hname), hn);
 	memcpy(w->vpath, p, plen + 1);
@@ -574,7 +652,7 @@ static int walk_once(const struct vfs *v, const struct vfs_caller *c, const char
 			continue;
 		}
 
-		r = walk_step(v, c, w, name, last, flags, verdict);
+		r = walk_step(v, c, w, name, rem + pos, last, flags, verdict);
 		if (r < 0)
 			return r;
 		if (r == 0)
@@ -696,7 +774,7 @@ int vfs__walk_policy(const struct vfs *v, struct vfs__walk *w, unsigned want,
 		return 0;
 	}
 	if (w->block && (w->block->kind == VFS__HIDE || (want & ~VFS_WANT_NOFOLLOW))) {
-		int e = w->block->kind == VFS__HIDE ? -ENOENT : -EACCES;
+		int e = w->block->kind == VFS__HIDE && !(want & VFS_WANT_CREATE) ? -ENOENT : -EACCES;
 
 		vfs__verdict(verdict, e, w->block->desc, w->vpath);
 		return e;
@@ -712,6 +790,7 @@ int vfs__walk_policy(const struct vfs *v, struct vfs__walk *w, unsigned want,
 	if (w->exists == false && !(want & VFS_WANT_CREATE) && !w->mount &&
 	    !vfs__is_implicit(v, w->vpath)) {
 		vfs__verdict(verdict, -ENOENT, "unmapped", w->vpath);
+		verdict_native(verdict, w, -1, NULL, w->vpath, NULL);
 		return -ENOENT;
 	}
 	vfs__verdict(verdict, 0, m ? m->desc : "implicit directory", w->vpath);

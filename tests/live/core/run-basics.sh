@@ -66,10 +66,10 @@ for m in "${MODES[@]}"; do
 		fail "--setenv / --keep-env [$m]" "env printed: $out"
 	fi
 
-	# stdin is /dev/null unless --stdin.
-	out=$(echo piped-$$ | "$MOAT" run -q --mode "$m" -- /bin/sh -c 'cat; readlink /proc/self/fd/0' 2>"$TMP/stderr")
-	if [ "$out" = /dev/null ]; then pass "stdin is /dev/null without --stdin [$m]"
-	else fail "stdin is /dev/null without --stdin [$m]" "command saw: $out; stderr: $(cat "$TMP/stderr")"; fi
+	# A piped stdin is passed (tests/live/vfs/cli-fidelity.sh); --no-stdin gives /dev/null.
+	out=$(echo piped-$$ | "$MOAT" run -q --mode "$m" --no-stdin -- /bin/sh -c 'cat; readlink /proc/self/fd/0' 2>"$TMP/stderr")
+	if [ "$out" = /dev/null ]; then pass "stdin is /dev/null with --no-stdin [$m]"
+	else fail "stdin is /dev/null with --no-stdin [$m]" "command saw: $out; stderr: $(cat "$TMP/stderr")"; fi
 	out=$(echo piped-$$ | "$MOAT" run -q --mode "$m" --stdin -- /bin/cat 2>"$TMP/stderr")
 	if [ "$out" = "piped-$$" ]; then pass "--stdin passes stdin through [$m]"
 	else fail "--stdin passes stdin through [$m]" "command saw: '$out'; stderr: $(cat "$TMP/stderr")"; fi

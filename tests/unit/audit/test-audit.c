@@ -134,13 +134,17 @@ static const struct audit_sys the_sys = {
 	.stack = sys_stack,
 	.n_stack = 2,
 };
+static const char *const exec_argv[] = { "python3", "-c", "", NULL };
 static const struct audit_proc the_exec = {
-	.event = AUDIT_PROC_EXEC, .mono_ns = 3000, .pid = 100, .ppid = 99,
-	.path = "/usr/bin/python3", .sha256 = sha_a, .status = -1, .signal = 0,
+	.event = AUDIT_PROC_EXEC, .mono_ns = 3000, .pid = 100, .ppid = 99, .tid = 101,
+	.sandbox_pid = 3, .sandbox_tid = 4, .path = "/usr/bin/python3", .sha256 = sha_a,
+	.argv = exec_argv, .argv_truncated = true, .decision = AUDIT_CONTINUED,
+	.rule = "ro-bind /usr",
 };
 static const struct audit_proc the_exit = {
 	.event = AUDIT_PROC_EXIT, .mono_ns = 9000, .pid = 100, .ppid = 99,
-	.path = NULL, .sha256 = NULL, .status = 0, .signal = 9,
+	.sandbox_pid = 3, .sandbox_ppid = 1, .path = NULL, .sha256 = NULL, .status = -1,
+	.signal = 9, .core = true, .utime_ns = 10000000, .stime_ns = 20000000,
 };
 static const struct audit_change ftr_changes[] = {
 	{ "created", "/work/out.txt", NULL, 12, sha_a },
@@ -289,8 +293,24 @@ static void test_round_trip(void **state)
 				assert_memory_equal(p.sha256, want->sha256, 32);
 			else
 				assert_null(p.sha256);
-			assert_int_equal(p.status, want->status);
-			assert_int_equal(p.signal, want->signal);
+			assert_int_equal(p.tid, want->tid);
+			assert_int_equal(p.sandbox_pid, want->sandbox_pid);
+			assert_int_equal(p.sandbox_tid, want->sandbox_tid);
+			assert_int_equal(p.sandbox_ppid, want->sandbox_ppid);
+			if (want->event == AUDIT_PROC_EXEC) {
+				for (size_t i = 0; want->argv[i]; i++)
+					assert_string_equal(p.argv[i], want->argv[i]);
+				assert_null(p.argv[3]);
+				assert_true(p.argv_truncated);
+				assert_int_equal(p.decision, want->decision);
+				assert_str_eq_null(p.rule, want->rule);
+			} else {
+				assert_int_equal(p.status, want->status);
+				assert_int_equal(p.signal, want->signal);
+				assert_true(p.core);
+				assert_int_equal(p.utime_ns, want->utime_ns);
+				assert_int_equal(p.stime_ns, want->stime_ns);
+			}
 			break;
 		}
 		case AUDIT_REC_FTR: {
@@ -705,7 +725,7 @@ static void test_chain_detects_edit(void **state)
 	assert_non_null(strstr(out, "frame 1 "));
 	assert_non_null(strstr(out, "hash chain mismatch"));
 	/* Exactly one finding: the chain resynchronises at the checkpoint. */
-	assert_non_null(strstr(out, "verify: 1 finding "));
+	assert_non_null(strstr(out, "(1 finding "));
 	free(out);
 	free(buf);
 	free(content);

@@ -196,6 +196,38 @@ static void test_unnamespaced_refusals(void **state)
 
 /* --- globs -------------------------------------------------------------------------------- */
 
+/* Many "**" against a deep path from the sandbox: components x components work, not
+ * exponential (this took longer than the test's timeout before). */
+static void test_glob_deep(void **state)
+{
+	static char path[PATH_MAX];
+	size_t o = 0;
+
+	(void)state;
+	while (o + 3 < sizeof(path) - 2) {
+		path[o++] = '/';
+		path[o++] = 'a';
+	}
+	memcpy(path + o, "/b", 3);
+	assert_false(vfs__glob_match("/**/**/**/**/**/**/**/**/c", path));
+	assert_true(vfs__glob_match("/**/**/**/**/**/**/**/**/b", path));
+	assert_true(vfs__glob_match("/**/a/**/a/**/a/**/b", path));
+}
+
+/* The one list of secrets, matched as hide rules are. */
+static void test_default_secrets(void **state)
+{
+	(void)state;
+	assert_string_equal(vfs_default_secret_of("/home/u", "/home/u/.ssh/id_x"), "~/.ssh");
+	assert_string_equal(vfs_default_secret_of("/home/u", "/home/u/.ssh"), "~/.ssh");
+	assert_string_equal(vfs_default_secret_of("/home/u", "/w/sub/.env"), "**/.env");
+	assert_string_equal(vfs_default_secret_of("/home/u", "/etc/shadow-"), "/etc/shadow*");
+	assert_string_equal(vfs_default_secret_of("/home/u", "/root/x"), "/root");
+	assert_null(vfs_default_secret_of("/home/u", "/home/u/.sshx"));
+	assert_null(vfs_default_secret_of("/home/u", "/usr/bin/ls"));
+	assert_null(vfs_default_secret_of("/home/u", "/w/cacert.pem"));
+}
+
 static void test_glob(void **state)
 {
 	static const struct {
@@ -239,6 +271,9 @@ static void test_glob(void **state)
 		{ "/x/a*a", "/x/aa", true },
 		{ "/x/ab?", "/x/abc", true },
 		{ "/x/ab?", "/x/ab", false },
+		{ "/**/**/x", "/a/x", true },
+		{ "/**/a/**/b", "/a/a/c/b", true },
+		{ "/**/a/**/b", "/b/a", false },
 	};
 
 	(void)state;
@@ -323,18 +358,38 @@ static void test_default_profile(void **state)
 	fd = vfs_open(v, &c, "new.txt", O_WRONLY | O_CREAT, 0644, 0, NULL);
 	assert_true(fd >= 0);
 	close(fd);
-	assert_int_equal(vfs_open(v, &c, ".env", O_WRONLY | O_CREAT, 0644, 0, NULL), -ENOENT);
+	assert_int_equal(vfs_open(v, &c, ".env", O_WRONLY | O_CREAT, 0644, 0, NULL), -EACCES);
 	/* other directories of the host are not there */
 	assert_int_equal(vfs_stat(v, &c, tp("other/o.txt"), 0, &st, NULL), -ENOENT);
 	assert_int_equal(vfs_stat(v, &c, tp("ws"), 0, &st, NULL), -ENOENT);
-	/* private /tmp: the run's own dir, the rest of /tmp hidden */
-	assert_non_null(vfs_tmpdir(v));
-	snprintf(p, sizeof(p), "%s/scratch", vfs_tmpdir(v));
+	/* unnamespaced /tmp: the host's, showing only what the run made in it */
+	assert_string_equal(vfs_tmpdir(v), "/tmp");
+	snprintf(p, sizeof(p), "/tmp/moat-unit-scratch-%d", (int)getpid());
+	unlink(p);
 	fd = vfs_open(v, &c, p, O_RDWR | O_CREAT, 0600, 0, NULL);
 	assert_true(fd >= 0);
 	close(fd);
+	assert_int_equal(vfs_stat(v, &c, p, 0, &st, NULL), 0);
 	assert_int_equal(vfs_stat(v, &c, "/tmp", 0, &st, NULL), 0);
-	assert_int_equal(vfs_open(v, &c, "/tmp/x", O_WRONLY | O_CREAT, 0644, 0, NULL), -EROFS);
+	{
+		char host[] = "/tmp/moat-unit-host-XXXXXX";
+		int hfd = mkstemp(host);
+
+		assert_true(hfd >= 0);
+		close(hfd);
+		assert_int_equal(vfs_stat(v, &c, host, 0, &st, &vd), -ENOENT);
+		assert_true(vd.denied);
+		assert_int_equal(vfs_open(v, &c, host, O_WRONLY | O_CREAT, 0644, 0, NULL),
+		                 -EACCES);
+		assert_int_equal(vfs_unlink(v, &c, host, 0, NULL), -ENOENT);
+		assert_int_equal(access(host, F_OK), 0);
+		unlink(host);
+	}
+	/* a name that does not exist on the host either is no denial */
+	assert_int_equal(vfs_stat(v, &c, "/var/moat-unit-nothing/x", 0, &st, &vd), -ENOENT);
+	assert_false(vd.denied);
+	assert_int_equal(vfs_stat(v, &c, "/etc/moat-unit-nothing", 0, &st, &vd), -ENOENT);
+	assert_false(vd.denied);
 	/* minimal /dev */
 	fd = vfs_open(v, &c, "/dev/null", O_WRONLY, 0, 0, NULL);
 	assert_true(fd >= 0);
@@ -345,6 +400,8 @@ static void test_default_profile(void **state)
 	assert_int_equal(vfs_stat(v, &c, "/proc/self/status", 0, &st, NULL), 0);
 	assert_int_equal(vfs_stat(v, &c, "/proc/1/environ", 0, &st, NULL), getpid() == 1 ? 0 : -ENOENT);
 	vfs_free(v);
+	/* what the run made in the host's /tmp goes with it */
+	assert_int_equal(access(p, F_OK), -1);
 }
 
 /* Namespaced: the same profile on a skeleton root; /bin is a symlink there too. */
@@ -472,7 +529,7 @@ static void test_entry_ops(void **state)
 	assert_memory_equal(buf, "one", 3);
 	close(fd);
 	assert_int_equal(vfs_rename(v, &c, "r3", &c, "x/.env", 0, NULL), -ENOENT);
-	assert_int_equal(vfs_rename(v, &c, "r3", &c, ".env", 0, NULL), -ENOENT);
+	assert_int_equal(vfs_rename(v, &c, "r3", &c, ".env", 0, NULL), -EACCES);
 	assert_int_equal(vfs_rename(v, &c, ".env", &c, "visible", 0, NULL), -ENOENT);
 	assert_int_equal(vfs_rename(v, &c, "r3", &c, "/tmp/r3", 0, NULL), -EXDEV);
 	assert_int_equal(vfs_rename(v, &c, "r3", &c, "/ro/r3", 0, NULL), -EROFS);
@@ -797,7 +854,7 @@ static void test_json(void **state)
 	vfs_free(a);
 	vfs_free(b);
 
-	/* unnamespaced, the private /tmp has a random host path; the JSON does not */
+	/* unnamespaced, /tmp is the host's; the JSON is the same as for a private one */
 	{
 		char err[256];
 
@@ -807,7 +864,8 @@ static void test_json(void **state)
 		add(b, "tmpfs", "/tmp");
 		assert_int_equal(vfs_finalize(a, VFS_MODE_UNNAMESPACED, err, sizeof(err)), 0);
 		assert_int_equal(vfs_finalize(b, VFS_MODE_UNNAMESPACED, err, sizeof(err)), 0);
-		assert_string_not_equal(vfs_tmpdir(a), vfs_tmpdir(b));
+		assert_string_equal(vfs_tmpdir(a), "/tmp");
+		assert_string_equal(vfs_tmpdir(b), "/tmp");
 		sa = dump(a);
 		sb = dump(b);
 		assert_string_equal(sa, sb);
@@ -825,6 +883,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_colon_escape, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unnamespaced_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_glob, setup, teardown),
+		cmocka_unit_test(test_glob_deep),
+		cmocka_unit_test(test_default_secrets),
 		cmocka_unit_test_setup_teardown(test_default_profile, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_default_profile_namespaced, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_decide, setup, teardown),

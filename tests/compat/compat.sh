@@ -1,0 +1,231 @@
+#!/usr/bin/env bash
+# Differential compatibility: each case runs the same command natively and under moat
+# (the default profile, and --profile none --ro-bind / --bind WORK; namespaced and
+# unnamespaced) and compares the exit status, stdout and the files it leaves in its
+# work directory (type, mode, symlink target, sha256 of content). A difference that
+# the policy decides is listed in the case, with the rule that causes it.
+#   compat.sh CASE...     (no CASE: every case)
+# Every run of a case uses the same work directory path, made afresh by the case's
+# setup (run natively), so that paths in outputs agree.
+. "$MOAT_SRC/tests/lib/tap.sh"
+. "$MOAT_SRC/tests/live/vfs/lib.sh"
+
+PY=/usr/bin/python3
+ENVPATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+W=$TMP/work
+VARIANTS=(default:namespaced default:unnamespaced none:namespaced none:unnamespaced)
+FIXED_DATE='2026-01-01T00:00:00Z'
+
+# --- the cases: case_NAME_setup (native, in $W), case_NAME_cmd (a sh -c script, run
+# in $W), optional case_NAME_need (tools; missing ones skip the case), case_NAME_ignore
+# (an extended regex of listing paths whose content is not compared: timestamps in them),
+# case_NAME_todo (a known gap another change closes: TAP TODO while it differs), and
+# case_NAME_policy_PROFILE="REGEX|RULE: why": a difference under that profile that the
+# policy decides, accepted when the run's output shows it (REGEX).
+
+case_pipeline_cmd='seq 1 2000 | awk "{ s += \$1; print \$1 * 3 }" | sort -rn | head -5 | tee top.txt | wc -l; cat top.txt | tr 0-9 a-j'
+
+case_umask_cmd='umask 002; mkdir d002; touch f002; '"$PY"' -c "import os; os.mkdir(\"p002\"); open(\"q002\", \"w\").close(); os.mkfifo(\"r002\")"
+umask 077; mkdir d077; touch f077; '"$PY"' -c "import os; os.mkdir(\"p077\"); open(\"q077\", \"w\").close()"
+ls -l | cut -c1-10'
+case_umask_todo='emulated creates use the supervisor umask until the umask work is merged'
+
+case_tar_setup() {
+	mkdir -p src/sub && echo one >src/a.txt && echo two >src/sub/b.txt && printf '#!/bin/sh\n' >src/run.sh
+	chmod 0755 src/run.sh; chmod 0640 src/a.txt; chmod 0700 src/sub; ln -s a.txt src/link; ln -s sub src/dirlink
+}
+case_tar_cmd='tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -cf a.tar src && sha256sum a.tar | cut -c1-16 && mkdir out && tar -xf a.tar -C out && tar -tvf a.tar | cut -c1-10,11-11 | sort | uniq -c'
+case_tar_ignore='^out/'   # extracted files carry the extraction time only in mtime, which is not listed
+
+case_git_need=git
+case_git_setup() { mkdir proj && printf 'hello\n' >proj/a.txt && printf 'x\n' >proj/b.txt; }
+case_git_cmd='cd proj && export GIT_AUTHOR_DATE='"$FIXED_DATE"' GIT_COMMITTER_DATE='"$FIXED_DATE"' &&
+git init -q -b main . && git -c user.name=t -c user.email=t@e add -A && git -c user.name=t -c user.email=t@e commit -q -m first &&
+echo more >>a.txt && git diff --stat && git -c user.name=t -c user.email=t@e commit -qam second && git log --format="%H %s" && git status --short | wc -l'
+case_git_ignore='^proj/\.git/(index|logs/)'
+
+case_make_need="make gcc"
+case_make_setup() {
+	for i in 1 2 3 4 5 6; do printf 'int f%d(void) { return %d; }\n' $i $i >f$i.c; done
+	printf '#include <stdio.h>\nint f1(void),f2(void),f3(void),f4(void),f5(void),f6(void);\nint main(void){printf("%%d\\n",f1()+f2()+f3()+f4()+f5()+f6());return 0;}\n' >main.c
+	printf 'OBJS = main.o f1.o f2.o f3.o f4.o f5.o f6.o\nprog: $(OBJS)\n\t$(CC) -o $@ $(OBJS)\n%%.o: %%.c\n\t$(CC) -O2 -c -o $@ $<\n' >Makefile
+}
+case_make_cmd='make -s -j4 && ./prog && make -s && echo again-ok'
+
+case_pytest_need=pytest-3
+case_pytest_setup() {
+	mkdir tests && printf 'import os, tempfile\ndef test_add():\n    assert 1 + 1 == 2\ndef test_tmp(tmp_path):\n    (tmp_path / "x").write_text("y")\n    assert (tmp_path / "x").read_text() == "y"\ndef test_home():\n    assert os.path.isdir(os.path.expanduser("~"))\ndef test_fail():\n    assert 0, "expected"\n' >tests/test_a.py
+}
+case_pytest_ignore='\.pyc$'   # compiled files hold the source's mtime
+case_pytest_cmd='pytest-3 -q -p no:cacheprovider tests 2>&1 | grep -E "passed|failed" | sed "s/ in [0-9.]*s//"'
+
+case_mp_policy_none='Read-only file system|ro-bind / (read-only): /dev/shm is the host'"'"'s, read-only; the default profile gives a private one'
+case_mp_cmd="$PY"' -c "
+import multiprocessing as mp
+from multiprocessing import shared_memory
+def sq(x): return x * x
+if __name__ == \"__main__\":
+    with mp.Pool(3) as p: print(sum(p.map(sq, range(100))))
+    m = shared_memory.SharedMemory(create=True, size=64); m.buf[:5] = b\"hello\"
+    n = shared_memory.SharedMemory(m.name); print(bytes(n.buf[:5]).decode()); n.close(); m.close(); m.unlink()
+    q = mp.Queue(); pr = mp.Process(target=q.put, args=(42,)); pr.start(); print(q.get()); pr.join(); print(pr.exitcode)
+    l = mp.Lock(); l.acquire(); l.release(); print(\"lock ok\")
+"'
+
+case_sqlite_need=sqlite3
+case_sqlite_cmd='T=/tmp/moat-compat-$$.db; for db in ws.db $T; do sqlite3 $db "create table t(x); begin; insert into t values(1),(2),(3); commit; pragma journal_mode=wal; insert into t values(4); select sum(x) from t;"; done; sqlite3 $T "select count(*) from t"; rm -f $T $T-wal $T-shm; ls /tmp/moat-compat-$$.db* 2>/dev/null | wc -l'
+case_sqlite_policy_none='unable to open database "/tmp/|ro-bind / (read-only): /tmp is the host'"'"'s, read-only; the default profile gives a writable one'
+case_sqlite_ignore='^ws\.db'   # the WAL header holds random salts
+
+case_proc_cmd='grep -E "^(Name|Umask|Threads|State):" /proc/self/status; ls /proc/self/fd | wc -l; readlink /proc/self/fd/1 | cut -c1-5; '"$PY"' -c "import os; print(sorted(os.listdir(\"/proc/self/fd\")), os.readlink(\"/proc/self/cwd\") == os.getcwd())"'
+
+case_venv_need=python3-venv
+case_venv_setup() {
+	# a trivial wheel, built offline with the standard library
+	"$PY" - <<'PYW'
+import base64, hashlib, zipfile
+files = {
+    "moatcompat/__init__.py": b"VALUE = 42\n",
+    "moatcompat-0.1.dist-info/METADATA": b"Metadata-Version: 2.1\nName: moatcompat\nVersion: 0.1\n",
+    "moatcompat-0.1.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: moat-compat\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+}
+rec = []
+for n, d in files.items():
+    h = base64.urlsafe_b64encode(hashlib.sha256(d).digest()).rstrip(b"=").decode()
+    rec.append(f"{n},sha256={h},{len(d)}")
+rec.append("moatcompat-0.1.dist-info/RECORD,,")
+files["moatcompat-0.1.dist-info/RECORD"] = ("\n".join(rec) + "\n").encode()
+with zipfile.ZipFile("moatcompat-0.1-py3-none-any.whl", "w") as z:
+    for n, d in files.items():
+        z.writestr(zipfile.ZipInfo(n, (1980, 1, 1, 0, 0, 0)), d)
+PYW
+}
+# the venv without its own copy of pip (ensurepip unpacks thousands of files: minutes
+# under an ASan build of moat); the system's pip installs into it with --python
+case_venv_cmd="$PY"' -m venv --without-pip venv && '"$PY"' -m pip --python venv/bin/python install -q --no-index --disable-pip-version-check --no-compile ./moatcompat-0.1-py3-none-any.whl && venv/bin/python -c "import moatcompat, sys; print(moatcompat.VALUE, sys.prefix == sys.base_prefix)"'
+case_venv_ignore='\.pyc$|/RECORD$|/direct_url\.json$|^venv/bin/'   # compiled files hold mtimes; pip's scripts and records name the venv's path, the same here
+
+case_npm_need="node npm"
+case_npm_setup() {
+	mkdir pkgsrc && printf '{"name":"moat-compat-pkg","version":"1.0.0","main":"index.js"}\n' >pkgsrc/package.json &&
+		echo 'module.exports = 42;' >pkgsrc/index.js &&
+		(cd pkgsrc && npm pack --silent >/dev/null 2>&1) && mv pkgsrc/moat-compat-pkg-1.0.0.tgz pkg.tgz && rm -rf pkgsrc
+}
+case_npm_cmd='npm init -y >/dev/null && npm install --no-audit --no-fund --offline --silent ./pkg.tgz && node -e "console.log(require(\"moat-compat-pkg\"))" && node -e "console.log(Object.keys(require(\"./package.json\").dependencies))"'
+
+# acceptance: as root with the caller's real home (hidden, then given a private one),
+# npm init + install of a local tarball ends well within 30 s under the default profile
+case_npm_extra() {
+	local mode=namespaced t0 rc
+	$have_ns || mode=unnamespaced
+	rm -rf "$W"; mkdir -p "$W"; (cd "$W" && case_npm_setup)
+	t0=$SECONDS
+	(cd "$W" && HOME=$(getent passwd "$(id -u)" | cut -d: -f6) timeout 30 "$MOAT" run -q --mode $mode -- \
+		sh -c 'npm init -y >/dev/null && npm install --no-audit --no-fund --silent ./pkg.tgz' </dev/null >"$TMP/npm.out" 2>&1)
+	rc=$?
+	[ $rc -eq 0 ] && [ -f "$W/node_modules/moat-compat-pkg/index.js" ]
+	ok $? "npm init -y && npm install ./pkg.tgz with the caller's own HOME ($mode): done in $((SECONDS - t0)) s (limit 30)" "rc=$rc $(head -c 1500 "$TMP/npm.out")"
+}
+
+ALL_CASES=(pipeline umask tar git make pytest mp sqlite proc venv npm)
+
+# --- the machinery
+
+have_tool() {
+	case $1 in
+	python3-venv) "$PY" -c 'import ensurepip, venv' 2>/dev/null ;;
+	*) command -v "$1" >/dev/null ;;
+	esac
+}
+
+# listing DIR IGNORE: one line per entry: type, mode, path, link target or content hash
+listing() {
+	(cd "$1" && find . -mindepth 1 \( -path ./.home -o -path ./.tmp \) -prune -o -printf '%P\t%y\t%m\n' | LC_ALL=C sort |
+	while IFS=$'\t' read -r p t m; do
+		h=-
+		if [ "$t" = l ]; then h="-> $(readlink "$p")"
+		elif [ "$t" = f ] && ! { [ -n "$2" ] && [[ $p =~ $2 ]]; }; then h=$(sha256sum <"$p" | cut -c1-16)
+		fi
+		echo "$t $m $p $h"
+	done)
+}
+
+# run_variant CASE VARIANT: fresh $W, setup, run; results in $TMP/res/CASE.VARIANT.*
+run_variant() {
+	local c=$1 v=$2 setup="case_${1}_setup" cmdvar="case_${1}_cmd" ignorevar="case_${1}_ignore" out=$TMP/res/$1.${2/:/-}
+	local profile=${v%%:*} mode=${v#*:} rc
+	rm -rf "$W" "$TMP/home" "$TMP/caller-home"; mkdir -p "$W/.home" "$W/.tmp" "$TMP/home" "$TMP/caller-home"
+	if declare -F "$setup" >/dev/null; then (cd "$W" && "$setup") || { echo "setup failed" >"$out.err"; return 1; }; fi
+	case $profile in
+	native)
+		# the environment moat gives, and no fd of this script's beyond 0-2
+		(cd "$W" && env -i PATH=$ENVPATH HOME=$TMP/home LANG=C.UTF-8 TERM=dumb TMPDIR=/tmp \
+			timeout 120 "$PY" -c 'import os, sys; os.closerange(3, 65536); os.execvp(sys.argv[1], sys.argv[1:])' \
+			sh -c "${!cmdvar}" </dev/null >"$out.out" 2>"$out.err"); rc=$? ;;
+	default)
+		# the caller's home is outside the work directory: the run gets a private one
+		(cd "$W" && HOME=$TMP/caller-home timeout 120 "$MOAT" run -q --mode "$mode" -- \
+			sh -c "${!cmdvar}" </dev/null >"$out.out" 2>"$out.err"); rc=$? ;;
+	none)
+		# / read-only: HOME and TMPDIR where the run may write (kept out of the listing)
+		(cd "$W" && timeout 120 "$MOAT" run -q --mode "$mode" --profile none --ro-bind / --bind "$W" \
+			--setenv HOME "$W/.home" --setenv TMPDIR "$W/.tmp" -- \
+			sh -c "${!cmdvar}" </dev/null >"$out.out" 2>"$out.err"); rc=$? ;;
+	esac
+	echo "$rc" >"$out.rc"
+	listing "$W" "${!ignorevar:-}" >"$out.files"
+}
+
+compare_case() {
+	local c=$1 needvar="case_${1}_need" todovar="case_${1}_todo" t missing= n=${#VARIANTS[@]}
+	for t in ${!needvar:-}; do have_tool "$t" || missing+=" $t"; done
+	if [ -n "$missing" ]; then
+		for v in "${VARIANTS[@]}"; do skip "$c [$v]" "not installed:$missing"; done
+		declare -F "case_${c}_extra" >/dev/null && skip "$c: extra check" "not installed:$missing"
+		return
+	fi
+	local t0=$SECONDS
+	run_variant "$c" native
+	local base=$TMP/res/$c.native
+	for v in "${VARIANTS[@]}"; do
+		local mode=${v#*:} r=$TMP/res/$c.${v/:/-} diffs= policyvar
+		if [ "$mode" = unnamespaced ] && ! $have_unns || [ "$mode" = namespaced ] && ! $have_ns; then
+			skip "$c [$v]" "moat cannot start in $mode mode here"; continue
+		fi
+		run_variant "$c" "$v"
+		cmp -s "$base.rc" "$r.rc" || diffs+="exit status: native $(cat "$base.rc"), moat $(cat "$r.rc")"$'\n'
+		cmp -s "$base.out" "$r.out" || diffs+="stdout:"$'\n'"$(diff "$base.out" "$r.out" | head -20)"$'\n'
+		cmp -s "$base.files" "$r.files" || diffs+="files:"$'\n'"$(diff "$base.files" "$r.files" | head -20)"$'\n'
+		policyvar="case_${c}_policy_${v%%:*}"
+		if [ -z "$diffs" ]; then
+			pass "$c [$v]: same exit status ($(cat "$r.rc")), stdout and files as native"
+		elif [ -n "${!policyvar:-}" ] && grep -qE -- "${!policyvar%%|*}" "$r.err" "$r.out"; then
+			pass "$c [$v]: differs by policy, as expected: ${!policyvar#*|}"
+		elif [ -n "${!todovar:-}" ]; then
+			echo "not ok $((_tap_n + 1)) - $c [$v] # TODO ${!todovar}"; _tap_n=$((_tap_n + 1))
+			printf '%s\n' "$diffs" | sed 's/^/# /'
+		else
+			fail "$c [$v]: differs from native" "$diffs--- moat stderr:
+$(head -c 1500 "$r.err")
+--- native stderr:
+$(head -c 600 "$base.err")"
+		fi
+	done
+	declare -F "case_${c}_extra" >/dev/null && "case_${c}_extra"
+	echo "# $c: $((SECONDS - t0)) s"
+}
+
+cases=("$@")
+[ ${#cases[@]} -eq 0 ] && cases=("${ALL_CASES[@]}")
+for c in "${cases[@]}"; do
+	declare -p "case_${c}_cmd" >/dev/null 2>&1 || { echo "compat.sh: unknown case '$c'" >&2; exit 2; }
+done
+mkdir -p "$TMP/res"
+have_ns=false; have_unns=false
+have_mode namespaced && have_ns=true
+have_mode unnamespaced && have_unns=true
+n=$(( ${#cases[@]} * ${#VARIANTS[@]} ))
+for c in "${cases[@]}"; do declare -F "case_${c}_extra" >/dev/null && n=$((n + 1)); done
+plan $n
+for c in "${cases[@]}"; do compare_case "$c"; done
+finish
