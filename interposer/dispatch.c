@@ -34,6 +34,7 @@
 #include <utime.h>
 
 #include "cleanup.h"
+#include "creds.h"
 #include "dispatch.h"
 #include "proctrack.h"
 #include "events.h"
@@ -134,7 +135,9 @@ static int dir_base(struct sup_call *c, int64_t dirfd, char *buf, size_t len)
 	return 0;
 }
 
-/* Fill a vfs_caller for dirfd-relative path resolution. base_buf must outlive it. */
+/* Fill a vfs_caller for dirfd-relative path resolution. base_buf must outlive it.
+ * From here on the thread acts with the caller's credentials (creds.h): the vfs
+ * operation that follows is the caller's, and the kernel checks it as such. */
 static int make_caller(struct sup_call *c, int64_t dirfd, const char *path, char *base_buf,
 		       struct vfs_caller *ret)
 {
@@ -143,17 +146,15 @@ static int make_caller(struct sup_call *c, int64_t dirfd, const char *path, char
 	*ret = (struct vfs_caller){ .pid = c->tid, .tgid = c->tid, .base = NULL };
 	if (path[0] == '/') {
 		ret->base = "/";
-		return 0;
+	} else {
+		creds_self(); /* the second path of a rename or link: /proc/<tid> is ours to read */
+		r = dir_base(c, dirfd, base_buf, PATH_MAX);
+		if (r < 0 && r != -ENOTDIR)
+			return r;
+		/* ENOTDIR: base NULL, and the vfs answers ENOTDIR for relative paths */
+		ret->base = r < 0 ? NULL : base_buf;
 	}
-	r = dir_base(c, dirfd, base_buf, PATH_MAX);
-	if (r == -ENOTDIR) {
-		ret->base = NULL; /* vfs answers ENOTDIR for relative paths */
-		return 0;
-	}
-	if (r < 0)
-		return r;
-	ret->base = base_buf;
-	return 0;
+	return creds_caller(c->tid, c->req->id, 0);
 }
 
 static void set_result(struct sup_call *c, int r)
@@ -221,6 +222,7 @@ int tracee_getfd(struct sup_call *c, int fd)
 {
 	struct tracee_cache *tc = c->tc;
 	int slot = tracee_slot(c), r = -1;
+	bool acting = creds_self(); /* pidfd_getfd checks ptrace access: ours */
 
 	for (int attempt = 0; attempt < 2; attempt++) {
 		int *pidfd = &tc->e[slot].pidfd;
@@ -233,7 +235,13 @@ int tracee_getfd(struct sup_call *c, int fd)
 		/* a pidfd of a task that is gone, whose tid is now another's: reopen */
 		*pidfd = safe_close(*pidfd);
 	}
-	return r < 0 ? (errno == EBADF ? -EBADF : negative_errno()) : r;
+	if (r < 0)
+		r = errno == EBADF ? -EBADF : negative_errno();
+	if (creds_resume(acting) < 0) {
+		safe_close(r);
+		return -EACCES;
+	}
+	return r;
 }
 
 /*
@@ -376,6 +384,8 @@ static void defer_fifo_open(struct sup_call *c, int fd, int flags)
 		fw->listener = fcntl(c->s->listener, F_DUPFD_CLOEXEC, 3);
 		if (fw->listener >= 0 && pthread_attr_init(&attr) == 0) {
 			pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+			/* it starts with this thread's credentials and umask, which are the
+			 * caller's now (creds.h): its open is the caller's too */
 			started = pthread_create(&t, &attr, fifo_wait_main, fw) == 0;
 			pthread_attr_destroy(&attr);
 		}
@@ -464,6 +474,7 @@ static void handle_openat2(struct sup_call *c)
 
 static int write_back(struct sup_call *c, uint64_t addr, const void *buf, size_t len)
 {
+	creds_self(); /* process_vm_writev checks ptrace access: ours */
 	return mem_write(c->tid, addr, buf, len);
 }
 
@@ -583,9 +594,13 @@ static void handle_access(struct sup_call *c, int64_t dirfd, uint64_t path, int 
 {
 	char base[PATH_MAX];
 	struct vfs_caller caller;
+	int r;
 
 	if (prep_path(c, dirfd, path, c->path, base, &caller) < 0)
 		return;
+	/* access(2) asks for the real ids unless AT_EACCESS */
+	if (!(flags & AT_EACCESS) && (r = creds_caller(c->tid, c->req->id, CREDS_REAL)) < 0)
+		return set_result(c, r);
 	set_result(c, vfs_access(c->s->vfs, &caller, c->path, mode, flags, &c->verdict));
 }
 
@@ -895,6 +910,9 @@ static void handle_fd_meta(struct sup_call *c)
 		if (r < 0)
 			return set_result(c, r);
 	}
+	/* the act itself is the caller's: the kernel checks ownership and capabilities */
+	if ((r = creds_caller(c->tid, c->req->id, 0)) < 0)
+		return set_result(c, r);
 	switch (c->e->id) {
 	case SC_fchmod:
 		r = RET_NERRNO(fchmod(fd, (mode_t)ARG(c, 1)));
@@ -1573,6 +1591,7 @@ void dispatch_one(struct sup_ctx *s, const struct seccomp_notif *req, struct tra
 	}
 
 	handle(&c);
+	creds_self(); /* what follows is ours: the stack, the reply, the record */
 	proctrack_call(&c); /* ids and an exec's argv, read while the caller still waits */
 	stack_ns = capture_stack(&c, &stack);
 

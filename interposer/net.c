@@ -83,6 +83,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "creds.h"
 #include "dispatch.h"
 #include "log.h"
 #include "macros.h"
@@ -626,6 +627,9 @@ static int decide_unix(struct sup_call *c, struct sockaddr_storage *ss, socklen_
 	 * write permission on its inode but not a writable mount (a socket on a read-only
 	 * mount can be connected), so the policy decides it as a use, like a read: hidden,
 	 * denied and unmapped paths are refused, read-only ones are not. */
+	fd = creds_caller(c->tid, c->req->id, 0);
+	if (fd < 0)
+		return fd;
 	fd = vfs_resolve(c->s->vfs, &caller, c->path,
 			 binding ? (VFS_WANT_CREATE | VFS_WANT_PARENT | VFS_WANT_WRITE)
 				 : VFS_WANT_READ,
@@ -718,6 +722,12 @@ static void inet_bind(struct sup_call *c, int sock, const struct sockinfo *si,
 			return refuse(c, -r, v.rule[0] ? v.rule : "bind needs an allow-bind rule");
 		snprintf(c->verdict.rule, sizeof(c->verdict.rule), "%s", v.rule);
 	}
+	/* as the caller: on a host-side socket a port below 1024 then takes the caller's
+	 * CAP_NET_BIND_SERVICE, which it has not (in the sandbox's own network namespace
+	 * we own its user namespace, and the kernel lets us, as before) */
+	r = creds_caller(c->tid, c->req->id, 0);
+	if (r < 0)
+		return reply(c, r);
 	reply(c, bind(sock, (const struct sockaddr *)ss, len) < 0 ? negative_errno() : 0);
 }
 

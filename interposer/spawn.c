@@ -132,18 +132,34 @@ int spawn_write_idmaps(pid_t pid, uid_t uid, gid_t gid)
 	char path[64], map[64];
 	int r;
 
-	/* An unprivileged writer may only map its own ids, and only after setgroups has
-	 * been denied (user_namespaces(7)); root keeps the same one-to-one map so the
-	 * sandbox's files keep their owners. */
+	/* Root maps every id to itself, as container runtimes do, and leaves setgroups
+	 * allowed: the sandbox's root can then run programs as other users and set their
+	 * groups (it keeps CAP_SETUID and CAP_SETGID for that, see drop_capabilities()),
+	 * and every file keeps its owner. What it does with those ids is checked by the
+	 * kernel, since the supervisor acts with the caller's credentials (creds.h). An
+	 * unprivileged writer may only map its own ids, and only after setgroups has been
+	 * denied (user_namespaces(7)): its sandbox has that one id. */
+	bool full_uid = false;
+
+	snprintf(path, sizeof(path), "/proc/%d/uid_map", pid);
+	/* (root without CAP_SETUID, in a container say, falls back to the one id) */
+	if (uid == 0 && write_file(path, "0 0 4294967295\n") == 0) {
+		full_uid = true;
+		snprintf(path, sizeof(path), "/proc/%d/gid_map", pid);
+		if (write_file(path, "0 0 4294967295\n") == 0)
+			return 0;
+	}
 	snprintf(path, sizeof(path), "/proc/%d/setgroups", pid);
 	r = write_file(path, "deny");
 	if (r < 0 && r != -ENOENT)
 		return r;
-	snprintf(path, sizeof(path), "/proc/%d/uid_map", pid);
-	snprintf(map, sizeof(map), "%u %u 1\n", uid, uid);
-	r = write_file(path, map);
-	if (r < 0)
-		return r;
+	if (!full_uid) {
+		snprintf(path, sizeof(path), "/proc/%d/uid_map", pid);
+		snprintf(map, sizeof(map), "%u %u 1\n", uid, uid);
+		r = write_file(path, map);
+		if (r < 0)
+			return r;
+	}
 	snprintf(path, sizeof(path), "/proc/%d/gid_map", pid);
 	snprintf(map, sizeof(map), "%u %u 1\n", gid, gid);
 	return write_file(path, map);
@@ -475,31 +491,42 @@ static int set_rlimit(int res, uint64_t v)
  * Dropping from the bounding set needs CAP_SETPCAP; an unprivileged supervisor has
  * nothing to drop there that no_new_privs and the empty permitted set do not already
  * keep out of reach, so EPERM is accepted only when CAP_SETPCAP was not ours.
+ *
+ * keep_setid: with the full id map (root started moat, namespaced) CAP_SETUID and
+ * CAP_SETGID stay, and only those, so that the sandbox's root can become another user
+ * (setpriv, su, a subprocess's user=): nothing that overrides file modes or ownership,
+ * since the files it sees are the host's. They stay in the bounding set, so root
+ * regains them at exec; a process that leaves uid 0 loses them, as everywhere.
  */
-static int drop_capabilities(void)
+static int drop_capabilities(bool keep_setid)
 {
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct data[2] = { 0 };
+	uint32_t keep = keep_setid ? CAP_TO_MASK(CAP_SETUID) | CAP_TO_MASK(CAP_SETGID) : 0;
 	bool setpcap;
 
 	if (syscall(SYS_capget, &hdr, data) < 0)
 		return negative_errno();
 	setpcap = data[CAP_TO_INDEX(CAP_SETPCAP)].effective & CAP_TO_MASK(CAP_SETPCAP);
-	for (int cap = 0; cap <= CAP_LAST_CAP; cap++)
+	for (int cap = 0; cap <= CAP_LAST_CAP; cap++) {
+		if (cap < 32 && (keep & CAP_TO_MASK(cap)))
+			continue;
 		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL &&
 		    (errno != EPERM || setpcap))
 			return negative_errno();
+	}
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
 		return negative_errno();
 	memset(data, 0, sizeof(data));
+	data[0].effective = data[0].permitted = keep;
 	if (syscall(SYS_capset, &hdr, data) < 0)
 		return negative_errno();
 	/* What the kernel now holds, not what we asked for. */
 	if (syscall(SYS_capget, &hdr, data) < 0)
 		return negative_errno();
-	for (size_t i = 0; i < ELEMENTSOF(data); i++)
-		if (data[i].effective || data[i].permitted || data[i].inheritable)
-			return -EPERM;
+	if (data[0].effective != keep || data[0].permitted != keep || data[0].inheritable ||
+	    data[1].effective || data[1].permitted || data[1].inheritable)
+		return -EPERM;
 	return 0;
 }
 
@@ -557,7 +584,7 @@ _noreturn_ static void command_main(struct spawn_plan *p, pid_t keeper)
 
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		child_fail(p->sync_fd, STAGE_NNP, errno);
-	r = drop_capabilities();
+	r = drop_capabilities(p->namespaced && p->uid == 0);
 	if (r < 0)
 		child_fail(p->sync_fd, STAGE_CAPS, -r);
 	if (p->features->landlock_abi > 0) {

@@ -46,6 +46,7 @@
 #include "audit.h"
 #include "cgroup.h"
 #include "cleanup.h"
+#include "creds.h"
 #include "dispatch.h"
 #include "events.h"
 #include "log.h"
@@ -275,14 +276,19 @@ static void *notifier_main(void *arg)
 	struct notifier *nt = arg;
 	struct run *R = nt->R;
 	sigset_t wake;
+	int r;
 
 	sigemptyset(&wake);
 	sigaddset(&wake, SIGUSR2);
 	pthread_sigmask(SIG_UNBLOCK, &wake, NULL);
+	/* Every emulated call acts with its caller's credentials (creds.h); a thread that
+	 * cannot take them serves nothing (its calls would fail with EACCES). */
+	if ((r = creds_thread_init()) < 0)
+		log_error("the notifier cannot act with the caller's credentials: %s", strerror(-r));
 	while (sem_wait(&R->listener_ready) < 0)
 		;
 	while (!atomic_load(&R->notifier_stop)) {
-		int r = notify_recv(R->ctx.listener, nt->req);
+		r = notify_recv(R->ctx.listener, nt->req);
 
 		if (r == -ENOENT && listener_orphaned(R->ctx.listener)) {
 			/* Every filtered task is gone, and RECV now fails at once: wait for
@@ -303,6 +309,7 @@ static void *notifier_main(void *arg)
 		}
 		dispatch_one(&R->ctx, nt->req, &nt->tracees);
 	}
+	creds_thread_done();
 	return NULL;
 }
 
@@ -1512,6 +1519,12 @@ int sup_run(struct sup_opts *o)
 	 * child (its uid_map) belong to root, which an unprivileged supervisor is not. */
 	prctl(PR_SET_DUMPABLE, 0);
 	sync_send(R->syncfd, SYNC_GO, 0, 0);
+	/* Everything that needed more is done; the threads started next inherit this. */
+	if (sup_confine(vfs_needs_mounts(o->vfs)) < 0) {
+		kill(R->keeper, SIGKILL);
+		waitpid(R->keeper, NULL, 0);
+		return MOAT_EXIT_FAILURE;
+	}
 	/* While the keeper builds the sandbox. */
 	r = exectrace_start(&R->ctx);
 	if (r >= 0)

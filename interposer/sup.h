@@ -107,6 +107,11 @@ int sup_run(struct sup_opts *o);
  * for, with reason setup-failed and why. */
 void sup_report_failure(struct sup_opts *o, const char *why);
 
+/* confine.c: once set up, the supervisor drops the capabilities it no longer needs and
+ * installs its own seccomp filter. Before any thread is started. unmount: it has mounts
+ * of its own to take down at teardown (--disk, a sized tmpfs). */
+int sup_confine(bool unmount);
+
 /* filter.c: compiled at build time (gen-filter.c), installed in the child. */
 struct sock_fprog;
 int sup_filter_build(uint32_t arch, bool namespaced, struct sock_fprog *ret_prog);

@@ -722,7 +722,12 @@ _public_ int vfs_link_fd(const struct vfs *v, int fd, const char *fd_path,
 	/* each mapping is its own mount in the sandbox: no links across them */
 	if (entry_mount(&n) != m)
 		return ret_err(verdict, -EXDEV);
-	if (linkat(fd, "", n.dirfd, n.hname, AT_EMPTY_PATH) < 0)
+	/* Through the fd's /proc link rather than AT_EMPTY_PATH: the kernel lets only the
+	 * opener itself (the same credentials) or CAP_DAC_READ_SEARCH link an fd by
+	 * AT_EMPTY_PATH, and we act with the caller's credentials, not as the opener. An
+	 * O_TMPFILE or a linked file gets its name either way; an unlinked one ENOENT. */
+	proc_fd_path(where, sizeof(where), fd);
+	if (linkat(AT_FDCWD, where, n.dirfd, n.hname, AT_SYMLINK_FOLLOW) < 0)
 		return ret_err(verdict, negative_errno());
 	vfs__change_note(v, VFS_CHANGE_CREATED, n.vpath, NULL);
 	return 0;

@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Confining the supervisor once the sandbox is set up (DESIGN.md invariant 7).
+ *
+ * After the keeper is forked, its id maps written and its cgroup joined, the supervisor
+ * only answers notifications, waits, kills and accounts. What it still needs:
+ *   - CAP_SETUID, CAP_SETGID: a notifier thread takes any caller's fs ids and groups
+ *     (creds.c); the permitted set bounds what it can take;
+ *   - CAP_SYS_PTRACE: process_vm_readv, pidfd_getfd and /proc/<tid>/{cwd,fd,syscall}
+ *     of a caller that changed its ids or made itself non-dumpable;
+ *   - CAP_KILL: the tree may hold processes of other uids (full id map);
+ *   - CAP_DAC_READ_SEARCH, CAP_DAC_OVERRIDE, CAP_FOWNER: at teardown, hashing the files
+ *     the run changed and removing its private directories, whose entries the sandbox's
+ *     users may have made unreadable or put under a sticky /tmp.
+ * Every other capability goes, from the permitted and bounding sets too: threads started
+ * later inherit the reduced sets. Capabilities are per thread, so this runs on the main
+ * thread before the notifier threads and the audit writer exist.
+ *
+ * Then a seccomp filter of its own, on every thread (TSYNC), refuses with EPERM what it
+ * never does once running: exec, mounts and namespaces (only unshare(CLONE_FS), which
+ * a notifier thread makes for its own umask), changing its real or effective ids,
+ * kernel modules, kexec, bpf, perf, keyrings, userfaultfd, io_uring (whose operations
+ * no filter sees), open_by_handle_at, clock and host-name changes, swap, reboot. ptrace
+ * stays allowed (an exec tracer may use PTRACE_SEIZE). clone3 gets ENOSYS, so glibc
+ * falls back to clone, whose namespace flags are in a register and refused.
+ */
+#include <errno.h>
+#include <linux/capability.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "macros.h"
+#include "sup.h"
+
+#define CAP_BIT(c) (1ull << (c))
+#define SUPERVISOR_CAPS                                                                            \
+	(CAP_BIT(CAP_SETUID) | CAP_BIT(CAP_SETGID) | CAP_BIT(CAP_SYS_PTRACE) | CAP_BIT(CAP_KILL) |  \
+	 CAP_BIT(CAP_DAC_READ_SEARCH) | CAP_BIT(CAP_DAC_OVERRIDE) | CAP_BIT(CAP_FOWNER))
+
+static const char *const denied_syscalls[] = {
+	"execve", "execveat",
+	"mount", "umount2", "pivot_root", "chroot", "move_mount", "open_tree", "fsopen",
+	"fsconfig", "fsmount", "fspick", "mount_setattr", "setns",
+	"setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid",
+	"init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load",
+	"bpf", "perf_event_open", "keyctl", "add_key", "request_key", "userfaultfd",
+	"io_uring_setup", "io_uring_enter", "io_uring_register",
+	"open_by_handle_at", "name_to_handle_at",
+	"settimeofday", "clock_settime", "clock_adjtime", "adjtimex",
+	"sethostname", "setdomainname", "swapon", "swapoff", "reboot", "acct",
+	"iopl", "ioperm", "quotactl", "syslog", "vhangup", "uselib",
+};
+
+static const unsigned long ns_flags[] = {
+	CLONE_NEWUSER, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWIPC, CLONE_NEWUTS,
+	CLONE_NEWCGROUP, CLONE_NEWTIME,
+};
+
+static int drop_supervisor_caps(uint64_t keep)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2];
+	uint64_t prm, eff;
+
+	if (syscall(SYS_capget, &h, d) < 0)
+		return negative_errno();
+	prm = ((uint64_t)d[1].permitted << 32 | d[0].permitted) & keep;
+	eff = ((uint64_t)d[1].effective << 32 | d[0].effective) & keep;
+	if (prm == ((uint64_t)d[1].permitted << 32 | d[0].permitted))
+		return 0; /* nothing to drop (an unprivileged supervisor has none) */
+	/* The bounding set needs CAP_SETPCAP, which goes with the rest just after. */
+	for (int cap = 0; cap <= CAP_LAST_CAP; cap++)
+		if (!(keep & CAP_BIT(cap)) && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 &&
+		    errno != EINVAL)
+			return negative_errno();
+	for (int i = 0; i < 2; i++) {
+		d[i].permitted = (uint32_t)(prm >> (32 * i));
+		d[i].effective = (uint32_t)(eff >> (32 * i));
+		d[i].inheritable = 0;
+	}
+	return RET_NERRNO(syscall(SYS_capset, &h, d));
+}
+
+static int install_filter(bool unmount)
+{
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	int r = ctx ? 0 : -ENOMEM;
+
+	for (size_t i = 0; r == 0 && i < ELEMENTSOF(denied_syscalls); i++) {
+		int nr = seccomp_syscall_resolve_name(denied_syscalls[i]);
+
+		if (unmount && streq(denied_syscalls[i], "umount2"))
+			continue;
+		if (nr != __NR_SCMP_ERROR)
+			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
+	}
+	if (r == 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+	if (r == 0)
+		/* unshare: its own fs_struct (umask) only */
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 1,
+				     SCMP_A0(SCMP_CMP_NE, CLONE_FS));
+	for (size_t i = 0; r == 0 && i < ELEMENTSOF(ns_flags); i++)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+				     SCMP_A0(SCMP_CMP_MASKED_EQ, ns_flags[i], ns_flags[i]));
+	if (r == 0)
+		r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
+	if (r == 0)
+		r = seccomp_load(ctx);
+	seccomp_release(ctx);
+	return r;
+}
+
+int sup_confine(bool unmount)
+{
+	int r;
+
+	/* A sized tmpfs is mounted in a mount namespace of our own, and unmounted at
+	 * teardown so that its directory can go: that takes CAP_SYS_ADMIN and umount2. */
+	r = drop_supervisor_caps(SUPERVISOR_CAPS | (unmount ? CAP_BIT(CAP_SYS_ADMIN) : 0));
+	if (r < 0)
+		return log_error_errno(r, "cannot drop the supervisor's capabilities: %s",
+				       strerror(-r));
+	r = install_filter(unmount);
+	if (r < 0)
+		return log_error_errno(r, "cannot install the supervisor's seccomp filter: %s",
+				       strerror(-r));
+	return 0;
+}

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * creds: a notifier thread acts with the authority of the caller it serves (DESIGN.md
+ * invariant 7), so that the kernel refuses what the caller could not do.
+ *
+ * Credentials are per thread at the syscall level (setfsuid, setfsgid, setgroups and
+ * capset change the calling thread only; glibc's wrappers broadcast to every thread, so
+ * the raw syscalls are used), and each notifier thread has its own umask (it unshares
+ * CLONE_FS). A notifier thread is in one of two states:
+ *
+ *   - self: its own effective capabilities, which it needs to reach the tracee
+ *     (process_vm_readv, pidfd_getfd and /proc/<tid>/{cwd,fd} check ptrace access,
+ *     which a caller that changed its ids or made itself non-dumpable only grants to
+ *     CAP_SYS_PTRACE); its fs ids, groups and umask are whatever they last were;
+ *   - caller: the caller's fs ids (or real ids, for access(2)), supplementary groups
+ *     and umask, and of its effective capabilities only those that govern file access
+ *     (CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER, CAP_FSETID): a
+ *     sandbox that has them has them over every file it can see, and no other
+ *     capability is ever used on its behalf.
+ *
+ * The caller's credentials are read afresh on every call from /proc/<tid>/status (see
+ * creds.c for why they are not cached), then applied only where they differ from what
+ * the thread holds: a run of calls from the same caller costs one read and two capsets.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* creds_caller() flags */
+#define CREDS_REAL (1u << 0) /* the caller's real ids, as access(2) without AT_EACCESS */
+
+/* Once per notifier thread, before it serves anything: own fs_struct (umask), own
+ * credentials recorded. -errno: the thread must not serve (it could only act as us). */
+int creds_thread_init(void);
+/* Close what the thread keeps open. */
+void creds_thread_done(void);
+/* Act as the calling thread tid of notification id. -errno when its credentials cannot
+ * be read or taken exactly: the operation must not run then. */
+int creds_caller(pid_t tid, uint64_t id, unsigned flags);
+/* Back to our own capabilities; returns whether the thread was acting for a caller. */
+bool creds_self(void);
+/* After creds_self() returned true: act for the same caller again. */
+int creds_resume(bool was_caller);

@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# No confused deputy (DESIGN.md invariant 7): the supervisor performs the sandbox's file
+# operations with the caller's credentials, so the kernel refuses what the caller could
+# not do. Each case runs as a caller with no capabilities (the sandbox's root in
+# namespaced mode, or 65534 after setpriv) against workspace files set up from outside,
+# and checks the files from outside afterwards. The native answer of a capless process
+# is the reference (setpriv dropping every capability).
+. "$MOAT_SRC/tests/lib/tap.sh"
+
+plan 20
+[ "$(id -u)" = 0 ] || skip_all "needs root: the cases need files of several owners"
+command -v python3 >/dev/null || skip_all "python3 is needed"
+command -v setpriv >/dev/null || skip_all "setpriv (util-linux) is needed"
+cd "$TMP" || exit 1
+
+# A capless root, natively: the reference for what the kernel refuses.
+capless() { setpriv --inh-caps=-all --ambient-caps=-all --bounding-set=-all -- "$@"; }
+
+setup() {
+	rm -rf w && mkdir w && chmod 755 w
+	echo secret > w/zero && chmod 000 w/zero                     # root's, mode 000
+	echo secret > w/rootonly && chmod 600 w/rootonly             # root's, 0600
+	echo theirs > w/theirs && chown 65534:65534 w/theirs && chmod 644 w/theirs
+	echo mine > w/mine && chmod 755 w/mine
+	mkdir w/pub && chmod 1777 w/pub
+	mkdir w/closed && chmod 755 w/closed
+	cp probe.py w/probe.py
+}
+
+cat > probe.py <<'PYEOF'
+import os, sys
+what, path = sys.argv[1], sys.argv[2]
+try:
+    if what == "read":
+        open(path).read()
+    elif what == "access":
+        sys.exit(0 if os.access(path, os.R_OK) else 13)
+    elif what == "chown":
+        os.chown(path, 65534, 65534)
+    elif what == "chmod":
+        os.chmod(path, 0o4777)
+    elif what == "fchmod":
+        fd = os.open(path, os.O_RDONLY)
+        os.fchmod(fd, 0o4777)
+    elif what == "setcap":
+        # cap_setuid,cap_setgid,cap_dac_override+ep as a v2 security.capability value
+        v = bytes.fromhex("01000002c200000000000000" + "00" * 8)
+        os.setxattr(path, "security.capability", v)
+    elif what == "create":
+        open(path, "w").write("x")
+    print("ok")
+except OSError as e:
+    print(os.strerror(e.errno))
+    sys.exit(e.errno)
+PYEOF
+
+# in_sandbox MODE CMD...: run CMD under moat with the workspace w (the current dir).
+in_sandbox() {
+	local mode=$1; shift
+	(cd w && "$MOAT" run -q --mode "$mode" -- "$@" 2>&1)
+}
+# Whether the sandbox's root holds none of the capabilities that override file modes
+# and owners (CHOWN, DAC_OVERRIDE, DAC_READ_SEARCH, FOWNER, FSETID) in MODE. Unnamespaced
+# mode as root keeps them until the command drops them: then it may do all of this
+# natively, and there is no deputy to confuse.
+capless_sandbox() {
+	local eff
+	eff=$(cd w && "$MOAT" run -q --mode "$1" -- sh -c 'grep CapEff /proc/self/status' 2>/dev/null)
+	eff=${eff##*:	}
+	[ -n "$eff" ] && [ $(( 0x$eff & 0x1f )) = 0 ]
+}
+
+for mode in namespaced unnamespaced; do
+	setup
+	# The supervisor itself: its own seccomp filter on every thread, no_new_privs, and
+	# none of the capabilities it no longer needs (CAP_SYS_ADMIN, CAP_NET_ADMIN,
+	# CAP_SYS_MODULE, CAP_MKNOD), read from outside while it runs.
+	(cd w && exec "$MOAT" run -q --mode $mode -- sleep 3) >/dev/null 2>&1 &
+	mp=$!
+	sleep 1.5
+	st=""
+	for t in /proc/$mp/task/*; do st+="$(grep -E '^(Seccomp|NoNewPrivs|CapEff|CapBnd):' $t/status | tr '\n' ' ')
+"; done
+	wait $mp
+	bad=$(echo "$st" | awk 'NF { if ($8 != 2 || $6 != 1) print "unconfined thread: " $0 }')
+	for caps in $(echo "$st" | awk 'NF { print $2, $4 }'); do
+		[ $(( 0x$caps & ((1 << 21) | (1 << 12) | (1 << 16) | (1 << 27)) )) = 0 ] || bad+=" caps $caps"
+	done
+	[ -n "$st" ] && [ -z "$bad" ]
+	ok $? "$mode: every supervisor thread runs under its own filter without admin capabilities" \
+		"$st $bad"
+	if ! capless_sandbox $mode; then
+		for i in 1 2 3 4 5 6 7 8 9; do
+			skip "$mode: confused deputy case $i" "the sandbox's root holds file capabilities in this mode"
+		done
+		continue
+	fi
+
+	# reading a mode-000 file: a capless root cannot, natively or under moat
+	ref=$(cd w && capless python3 probe.py read zero)
+	out=$(in_sandbox $mode python3 probe.py read zero)
+	[ "$out" = "$ref" ] && [ "$out" = "Permission denied" ]
+	ok $? "$mode: a capless root cannot read a mode-000 file (native: $ref)" "sandbox: $out"
+
+	# access(2) answers for the caller, not for the supervisor
+	ref=$(cd w && capless python3 probe.py access zero; echo "rc=$?")
+	out=$(in_sandbox $mode python3 probe.py access zero; echo "rc=$?")
+	[ "$out" = "$ref" ]
+	ok $? "$mode: access(R_OK) of a mode-000 file answers as natively ($ref)" "sandbox: $out"
+
+	# chown to another uid needs CAP_CHOWN: the host file keeps its owner
+	out=$(in_sandbox $mode python3 probe.py chown mine)
+	[ "$(stat -c %u:%g w/mine)" = 0:0 ] && [ "$out" = "Operation not permitted" ]
+	ok $? "$mode: chown of a workspace file to another uid fails (EPERM), owner unchanged" \
+		"sandbox: $out; host: $(stat -c %u:%g w/mine)"
+
+	# chmod of a file someone else owns needs CAP_FOWNER
+	out=$(in_sandbox $mode python3 probe.py chmod theirs)
+	[ "$(stat -c %a w/theirs)" = 644 ] && [ "$out" = "Operation not permitted" ]
+	ok $? "$mode: chmod of another user's file fails (EPERM), mode unchanged" \
+		"sandbox: $out; host: $(stat -c %a w/theirs)"
+
+	# the same through an fd (fchmod is decided on the fd, performed on it)
+	out=$(in_sandbox $mode python3 probe.py fchmod theirs)
+	[ "$(stat -c %a w/theirs)" = 644 ] && [ "$out" = "Operation not permitted" ]
+	ok $? "$mode: fchmod of another user's file fails (EPERM), mode unchanged" \
+		"sandbox: $out; host: $(stat -c %a w/theirs)"
+
+	# file capabilities on a binary it owns need CAP_SETFCAP
+	out=$(in_sandbox $mode python3 probe.py setcap mine)
+	got=$(python3 -c 'import os,sys
+try: print(os.getxattr(sys.argv[1], "security.capability").hex())
+except OSError: print("none")' w/mine)
+	[ "$got" = none ] && [ "$out" = "Operation not permitted" ]
+	ok $? "$mode: setting security.capability fails (EPERM), none on the host" \
+		"sandbox: $out; host: $got"
+
+	# creating in a directory the caller cannot write (root's 0755, caller 65534 or,
+	# unnamespaced, the caller is root: then a capless root owns it and may)
+	if [ $mode = namespaced ]; then
+		out=$(in_sandbox $mode setpriv --reuid=65534 --regid=65534 --clear-groups \
+			python3 probe.py create closed/new)
+		[ ! -e w/closed/new ] && [ "$out" = "Permission denied" ]
+		ok $? "$mode: 65534 cannot create in root's 0755 directory (nothing on the host)" \
+			"sandbox: $out; host: $(ls w/closed)"
+
+		out=$(in_sandbox $mode setpriv --reuid=65534 --regid=65534 --clear-groups \
+			python3 probe.py read rootonly)
+		[ "$out" = "Permission denied" ]
+		ok $? "$mode: 65534 cannot read root's 0600 file (EACCES)" "sandbox: $out"
+
+		out=$(in_sandbox $mode setpriv --reuid=65534 --regid=65534 --clear-groups \
+			python3 probe.py create pub/by-nobody)
+		[ "$out" = ok ] && [ "$(stat -c %u:%g w/pub/by-nobody 2>&1)" = 65534:65534 ]
+		ok $? "$mode: a file 65534 creates belongs to 65534 on the host" \
+			"sandbox: $out; host: $(stat -c %u:%g w/pub/by-nobody 2>&1)"
+	else
+		for c in create-closed read-rootonly create-owner; do
+			skip "$mode: 65534 case $c" "unnamespaced mode has no other ids to take"
+		done
+	fi
+done
+finish
