@@ -7,10 +7,13 @@
 plan 9
 
 "$MOAT" audit keygen "$TMP/k" >/dev/null || skip_all "keygen failed"
-# A name lookup: the namespaced sandbox reads moat's resolv.conf and asks 127.0.0.1:53.
+# A name lookup: the namespaced sandbox reads moat's resolv.conf and asks 127.0.0.1:53;
+# and one denial (a hidden secret), for the tables and the ECS mapping of a denied call.
 "$MOAT" run -q --output-in-workspace --audit s.moat --audit-key "$TMP/k" -- "$PY" -c '
 import socket
 try: socket.getaddrinfo("moat-test.invalid", 80)
+except OSError: pass
+try: open("/etc/shadow")
 except OSError: pass
 open("/etc/hostname").read()' >/dev/null 2>&1
 
