@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Confining the supervisor once the sandbox is set up (DESIGN.md invariant 7).
+ * Confining the supervisor once the sandbox is set up (docs/architecture.md invariant 7).
  *
  * After the keeper is forked, its id maps written and its cgroup joined, the supervisor
  * only answers notifications, waits, kills and accounts. What it still needs:

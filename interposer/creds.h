@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * creds: a notifier thread acts with the authority of the caller it serves (DESIGN.md
+ * creds: a notifier thread acts with the authority of the caller it serves (docs/architecture.md
  * invariant 7), so that the kernel refuses what the caller could not do.
  *
  * Credentials are per thread at the syscall level (setfsuid, setfsgid, setgroups and

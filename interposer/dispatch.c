@@ -2,7 +2,7 @@
 /*
  * Dispatch: the handlers for every notified syscall.
  *
- * The rule that governs this file (DESIGN.md invariants 1 and 2): a handler copies what
+ * The rule that governs this file (docs/architecture.md invariants 1 and 2): a handler copies what
  * it needs out of the tracee exactly once, re-validates the notification id after the
  * last read (the tracee may have died and its pid been reused), and from then on acts
  * only on its own copy. Results are produced by the supervisor itself (vfs_* on host

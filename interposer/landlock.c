@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Landlock: the kernel's copy of the vfs table (layer 1 of DESIGN.md), in both modes.
+ * Landlock: the kernel's copy of the vfs table (layer 1 of docs/architecture.md), in both modes.
  *
  * The supervisor performs every path syscall itself, so Landlock mostly guards what the
  * kernel does on the sandbox's behalf without asking us: exec (the one path syscall we

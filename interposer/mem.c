@@ -3,7 +3,7 @@
  * Bounded copies between the supervisor and the tracee.
  *
  * Everything the supervisor decides on is read exactly once, into its own buffer, and
- * then only that copy is used (DESIGN.md invariant 1). process_vm_readv() is used rather
+ * then only that copy is used (docs/architecture.md invariant 1). process_vm_readv() is used rather
  * than /proc/<pid>/mem because it needs no fd per tracee; it fails a whole iovec that
  * crosses into an unmapped page, so strings are read page by page.
  */

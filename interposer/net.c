@@ -4,7 +4,7 @@
  * listen, which may bind one.
  *
  * The address (and for sends, the data) is copied out once and the notification id is
- * re-validated; from then on the supervisor acts on its own copy (DESIGN.md invariant 1).
+ * re-validated; from then on the supervisor acts on its own copy (architecture.md invariant 1).
  *
  * AF_UNIX path names are resolved through the vfs and reached through the resolved
  * parent's O_PATH fd, so a symlink swapped into the path cannot redirect them. The

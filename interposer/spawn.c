@@ -235,7 +235,7 @@ static int wait_go(int sync_fd)
 	return 0;
 }
 
-/* ---- the mount namespace (layer 1 of DESIGN.md, same table as the vfs) ---- */
+/* ---- the mount namespace (layer 1 of docs/architecture.md, same table as the vfs) ---- */
 
 static int mkdir_p(const char *path, mode_t mode)
 {

@@ -154,7 +154,7 @@ static char **build_env(const struct sup_opts *o, const char *tmpdir)
 
 	if (!envp)
 		return NULL;
-	/* Nothing of the host's environment unless asked for (DESIGN.md invariant 4):
+	/* Nothing of the host's environment unless asked for (docs/architecture.md invariant 4):
 	 * a minimal, predictable set, then --keep-env, then --setenv (which wins). */
 	if (asprintf(&envp[n++], "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin") < 0 ||
 	    asprintf(&envp[n++], "HOME=%s", home ? home : "/") < 0 ||

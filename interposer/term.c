@@ -1,4 +1,9 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * The pty between the sandbox and the user's terminal (term.h says why): made before
+ * the fork, its master copied to the real terminal by one thread per output, and the
+ * settings of a terminal the command was given put back at the end.
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# No confused deputy (DESIGN.md invariant 7): the supervisor performs the sandbox's file
+# No confused deputy (docs/architecture.md invariant 7): the supervisor performs the sandbox's file
 # operations with the caller's credentials, so the kernel refuses what the caller could
 # not do. Each case runs as a caller with no capabilities (the sandbox's root in
 # namespaced mode, or 65534 after setpriv) against workspace files set up from outside,

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * fd-metadata race probe (DESIGN.md invariant 1). fchmod, fchown, fsetxattr and
+ * fd-metadata race probe (docs/architecture.md invariant 1). fchmod, fchown, fsetxattr and
  * fremovexattr name their file by an fd number, and the fd table is the process's to
  * change at any moment: a second thread dup2()s a read-only file and a writable one onto
  * the same number in turn while the main thread calls fchmod and fsetxattr on that

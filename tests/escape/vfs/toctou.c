@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * TOCTOU probe (DESIGN.md invariant 1). A second thread flips one path buffer between
+ * TOCTOU probe (docs/architecture.md invariant 1). A second thread flips one path buffer between
  * an allowed file and a hidden one while the main thread calls openat on it N times.
  * A supervisor that checked one copy of the path and opened another would sooner or
  * later hand us the hidden file; we tell which file we got by its content.

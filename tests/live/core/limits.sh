@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Limits for the whole run and the whole tree (issue 2, DESIGN.md invariant 5):
+# Limits for the whole run and the whole tree (issue 2, docs/architecture.md invariant 5):
 # --timeout, --pids (a fork bomb), --memory, and the tree dying with the
 # command. Every check looks from outside: exit status, elapsed time, the
 # run's cgroup counters, processes found by a unique marker in their argv.

@@ -2,7 +2,7 @@
 /*
  * proc.c through proc_map_init()'s ops, on real processes: the test forks a keeper,
  * which forks a grandchild (with a thread) and a great-grandchild. The sandbox is the
- * keeper's descendants, never the keeper itself (a fork of the supervisor: DESIGN.md)
+ * keeper's descendants, never the keeper itself (a fork of the supervisor: docs/architecture.md)
  * and never anything outside.
  */
 #include <errno.h>
