@@ -28,7 +28,6 @@ case_pipeline_cmd='seq 1 2000 | awk "{ s += \$1; print \$1 * 3 }" | sort -rn | h
 case_umask_cmd='umask 002; mkdir d002; touch f002; '"$PY"' -c "import os; os.mkdir(\"p002\"); open(\"q002\", \"w\").close(); os.mkfifo(\"r002\")"
 umask 077; mkdir d077; touch f077; '"$PY"' -c "import os; os.mkdir(\"p077\"); open(\"q077\", \"w\").close()"
 ls -l | cut -c1-10'
-case_umask_todo='emulated creates use the supervisor umask until the umask work is merged'
 
 case_tar_setup() {
 	mkdir -p src/sub && echo one >src/a.txt && echo two >src/sub/b.txt && printf '#!/bin/sh\n' >src/run.sh

@@ -21,7 +21,7 @@ for mode in namespaced unnamespaced; do
 	: >"$TMP/D.log"
 	: >"$TMP/O.log"
 	rm -f "$TMP/audit"
-	out=$(sandbox "$mode" --deny "$TMP/w/d.sock" --audit "$TMP/audit" -- "$PY" probe.py connect d.sock)
+	out=$(sandbox "$mode" --deny "$TMP/w/d.sock" --output-in-workspace --audit "$TMP/audit" -- "$PY" probe.py connect d.sock)
 	grep -q '^connect error 13$' <<<"$out" &&
 		"$MOAT" audit dump "$TMP/audit" | grep -q 'connect(.*unix:d.sock) = -EACCES denied'
 	ok $? "$mode: connect to a denied socket fails with EACCES, and the audit says so" \
