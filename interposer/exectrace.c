@@ -333,7 +333,22 @@ static void *tracer_main(void *arg)
 		if (stop)
 			break;
 		if (t->n == 0) {
-			sem_wait(&t->wake); /* a request posts it; EINTR just goes round */
+			struct timespec ts;
+
+			/* A request posts it; EINTR just goes round. Bounded, because a tracee
+			 * can outlive its entry here (killed between its seize and its stop):
+			 * until its tracer waits for it, it stays a traced zombie, and a pid
+			 * namespace whose init waits for it never finishes dying. */
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 100000000;
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			(void)sem_timedwait(&t->wake, &ts);
+			while ((pid = waitpid(-1, &status, WNOHANG | __WALL | __WNOTHREAD)) > 0)
+				if (WIFSTOPPED(status))
+					ptrace(PTRACE_DETACH, pid, NULL, NULL);
 			continue;
 		}
 		/* A request interrupts this with SIGUSR2 (no SA_RESTART). */
