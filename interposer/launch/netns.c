@@ -27,7 +27,7 @@
 #include "log.h"
 #include "macros.h"
 #include "net.h"
-#include "sandbox-net.h"
+#include "netns.h"
 #include "spawn.h"
 #include "vfs.h"
 

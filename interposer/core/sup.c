@@ -56,7 +56,7 @@
 #include "output.h"
 #include "proc-ops.h"
 #include "proctrack.h"
-#include "sandbox-net.h"
+#include "netns.h"
 #include "spawn.h"
 #include "sup.h"
 #include "term.h"

@@ -72,7 +72,7 @@
 #include "policy.h"
 #include "proc-ops.h"
 #include "replay.h"
-#include "sandbox-net.h"
+#include "netns.h"
 #include "sc.h"
 #include "vfs.h"
 
