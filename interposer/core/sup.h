@@ -2,7 +2,7 @@
 /*
  * interposer internals: the supervisor.
  *
- * Lifecycle: the CLI fills struct sup_opts (the vfs and net built from options and policy
+ * Lifecycle: the CLI fills struct sup_opts (launch.h; the vfs and net built from options and policy
  * files) -> sup_run() (spawn, notification loop, limits, reaping, report; returns the
  * exit status moat should exit with). The filter is compiled at build time (filter.c).
  *
@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "launch.h"
 #include "sc.h"
 
 struct vfs;
@@ -26,52 +27,6 @@ struct net;
 struct audit_writer;
 struct sup;
 struct proc_map;
-
-enum sup_mode { SUP_MODE_AUTO, SUP_MODE_NAMESPACED, SUP_MODE_UNNAMESPACED };
-
-/* What moat's own exit status means (the command's status otherwise). */
-enum {
-	MOAT_EXIT_TIMEOUT = 124,
-	MOAT_EXIT_FAILURE = 125,  /* moat itself failed: bad flag, setup failure */
-	MOAT_EXIT_NOEXEC = 126,   /* command not executable, or exec denied */
-	MOAT_EXIT_NOTFOUND = 127,
-};
-
-struct sup_env {
-	char *name;
-	char *value;
-};
-
-struct sup_opts {
-	char **argv;                  /* the command */
-	enum sup_mode mode;
-	bool tty, stdin_pass, strict, verbose, quiet;
-	double timeout;               /* seconds, 0 = none */
-	uint64_t memory;              /* bytes, 0 = none */
-	uint64_t pids;                /* 0 = none */
-	uint64_t cpu;                 /* seconds, 0 = none */
-	uint64_t nofile, fsize;       /* 0 = default */
-	uint64_t disk;                /* --disk: bytes for everything private the run writes */
-	struct sup_env *env;          /* --setenv, in order */
-	size_t n_env;
-	char **keep_env;              /* --keep-env NAME */
-	size_t n_keep_env;
-	const char *report_path;
-	const char *events_spec;       /* --events FILE|fd:N (events.h) */
-	int start_fd;                 /* --start-fd N: the command arrives here later, or -1 */
-	const char *audit_path;
-	bool output_in_workspace;     /* --report/--audit may be where the sandbox can write */
-	const char *run_id;           /* --run-id, NULL: a random one */
-	const char *audit_key;
-	const char *session, *tenant;
-	bool audit_stacks_all;
-	bool profile_none;            /* --profile none */
-	struct vfs *vfs;              /* built by the CLI from options and policy files */
-	struct net *net;
-	struct proc_map *pm;          /* the vfs's view of the sandbox's pids */
-	char *policy_json;            /* canonical policy, for the report and audit header */
-	char policy_hash[65];
-};
 
 /* Exit reasons, for --report and the audit footer. */
 enum sup_reason {
@@ -88,35 +43,13 @@ enum sup_reason {
 };
 const char *sup_reason_name(enum sup_reason r);
 
-/* Kernel features, probed once at start; recorded in --report and the audit header. */
-struct sup_features {
-	bool user_ns;                 /* we can create a user namespace */
-	bool sync_wake_up;            /* SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP */
-	bool wait_killable;           /* SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV */
-	bool addfd_send;              /* SECCOMP_ADDFD_FLAG_SEND */
-	bool pidfd;                   /* pidfd_open */
-	bool pidfd_getfd;
-	int landlock_abi;             /* 0 = none */
-	int cgroup;                   /* 0 none, 1 v1, 2 v2 */
-	char kernel[65];
-};
+/* Fill struct sup_features (launch.h), once at start. */
 void sup_probe_features(struct sup_features *f);
 
 int sup_run(struct sup_opts *o);
 /* moat failed before sup_run() could (a policy it cannot use): write --report, if asked
  * for, with reason setup-failed and why. */
 void sup_report_failure(struct sup_opts *o, const char *why);
-
-/* confine.c: once set up, the supervisor drops the capabilities it no longer needs and
- * installs its own seccomp filter. Before any thread is started. unmount: it has mounts
- * of its own to take down at teardown (--disk, a sized tmpfs). */
-int sup_confine(bool unmount);
-
-/* filter.c: compiled at build time (gen-filter.c), installed in the child. */
-struct sock_fprog;
-int sup_filter_build(uint32_t arch, bool namespaced, struct sock_fprog *ret_prog);
-int sup_filter_precompiled(bool namespaced, struct sock_fprog *ret_prog);
-int sup_filter_install(const struct sock_fprog *prog, bool wait_killable);
 
 /* mem.c: bounded copies from and to the tracee. */
 int mem_read(pid_t tid, uint64_t addr, void *buf, size_t len);

@@ -31,10 +31,11 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "launch.h"
 #include "log.h"
 #include "macros.h"
 #include "missing-seccomp.h"
-#include "sup.h"
+#include "sc.h"
 
 #ifndef TIOCLINUX
 #define TIOCLINUX 0x541C

@@ -15,8 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "launch.h"
 #include "log.h"
-#include "sup.h"
+#include "sc.h"
 
 static int emit(FILE *f, const char *name, bool namespaced)
 {

@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "sup.h"
+#include "launch.h"
 
 enum sync_type {
 	SYNC_GO = 1,          /* supervisor -> child: uid maps and cgroups are in place */
