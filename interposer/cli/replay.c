@@ -222,11 +222,11 @@ static struct call_need call_need(const struct audit_sys *s)
 	} else if (streq(n, "connect") || streq(n, "bind") || streq(n, "sendto") ||
 		   streq(n, "sendmsg") || streq(n, "sendmmsg") || streq(n, "listen")) {
 		/* listen is recorded with an address only when it was decided as a bind of
-		 * the socket's local address (net.c: handle_listen) */
+		 * the socket's local address (sock.c: handle_listen) */
 		k.kind = CALL_NET;
 		k.binding = streq(n, "bind") || streq(n, "listen");
 		k.sock_type = streq(n, "connect") || k.binding ? SOCK_STREAM : SOCK_DGRAM;
-		/* a unix connect or send uses the socket, as a read (net.c: decide_unix) */
+		/* a unix connect or send uses the socket, as a read (sock.c: decide_unix) */
 		k.want = k.binding ? VFS_WANT_CREATE | VFS_WANT_WRITE : VFS_WANT_READ;
 	} else {
 		k.kind = CALL_NONE;
@@ -368,7 +368,7 @@ struct replay {
 	bool json;
 };
 
-/* The rule net.c names when a namespaced sandbox reaches a server of its own. */
+/* The rule sock.c names when a namespaced sandbox reaches a server of its own. */
 #define OWN_LOOPBACK_RULE "the sandbox's own loopback (its network namespace)"
 
 /*

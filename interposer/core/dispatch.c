@@ -1386,7 +1386,7 @@ static void handle(struct sup_call *c)
 	case SC_sendto:
 	case SC_sendmsg:
 	case SC_sendmmsg:
-		/* net.c's state is shared with the main loop (deferred connects, DNS) */
+		/* sock.c's state is shared with the main loop (deferred connects, DNS) */
 		pthread_mutex_lock(&c->s->lock);
 		handle_net(c);
 		pthread_mutex_unlock(&c->s->lock);

@@ -53,7 +53,7 @@
  * above (data carried with the SYN where the kernel can). sendmmsg with MSG_FASTOPEN
  * is refused (EOPNOTSUPP): no libc or runtime we know of emits it.
  *
- * DNS: see sandbox-net.c for the responder inside the sandbox's namespace, and the
+ * DNS: see netns.c for the responder inside the sandbox's namespace, and the
  * comment above sup_net_dns_fd() for unnamespaced mode.
  *
  * State: struct sup_net (pending connects, the DNS socket) hangs off struct sup_ctx and

@@ -9,7 +9,7 @@
  * on a small VM. The main loop is epoll over the sync socket (listener hand-over, exec
  * and setup failures, the command's status), a signalfd (SIGCHLD and the signals that
  * stop us), a timerfd (--timeout), the pidfd of the sandbox's init, and the sockets
- * net.c waits on (deferred connects, DNS). What they share is listed at struct sup_ctx.
+ * sock.c waits on (deferred connects, DNS). What they share is listed at struct sup_ctx.
  * Whatever ends the run, teardown is the same: kill the whole tree (pid namespace,
  * cgroup, and a sweep of our own descendants as a subreaper), then account.
  */
@@ -470,7 +470,7 @@ static void on_sync(struct run *R)
 	case SYNC_DNS:
 		/* The keeper's DNS socket inside the sandbox's network namespace. */
 		if (cred.pid == R->keeper && passed >= 0) {
-			pthread_mutex_lock(&R->ctx.lock); /* net.c's state: see struct sup_ctx */
+			pthread_mutex_lock(&R->ctx.lock); /* sock.c's state: see struct sup_ctx */
 			sup_net_dns_fd(&R->ctx, TAKE_FD(passed));
 			pthread_mutex_unlock(&R->ctx.lock);
 		} else if (cred.pid == R->keeper)

@@ -26,7 +26,7 @@ enum sync_type {
 	SYNC_STATUS,          /* init -> supervisor: value = the command's wait status */
 	SYNC_MOUNTS_READY,    /* keeper -> supervisor: the sandbox's root is built (namespaced) */
 	SYNC_DNS,             /* init -> supervisor: SCM_RIGHTS = the sandbox's DNS socket,
-	                         or none and value = errno (sandbox-net.c) */
+	                         or none and value = errno (netns.c) */
 	SYNC_ARGV,            /* supervisor -> keeper (--start-fd): value = the length of
 	                         the next message, the command's argv packed NUL-separated */
 };
