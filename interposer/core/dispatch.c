@@ -1363,23 +1363,6 @@ static void handle(struct sup_call *c)
 		return handle_prctl(c);
 	case SC_personality:
 		return handle_personality(c);
-	case SC_prlimit64:
-	case SC_sched_setparam:
-	case SC_sched_getparam:
-	case SC_sched_setscheduler:
-	case SC_sched_getscheduler:
-	case SC_sched_setaffinity:
-	case SC_sched_getaffinity:
-	case SC_sched_setattr:
-	case SC_sched_getattr:
-	case SC_sched_rr_get_interval:
-	case SC_migrate_pages:
-	case SC_move_pages:
-	case SC_setpriority:
-	case SC_getpriority:
-	case SC_ioprio_set:
-	case SC_ioprio_get:
-		return handle_pid_arg(c);
 	case SC_connect:
 	case SC_bind:
 	case SC_listen:
@@ -1392,6 +1375,9 @@ static void handle(struct sup_call *c)
 		pthread_mutex_unlock(&c->s->lock);
 		return;
 	default:
+		/* prlimit64, sched_*, ...: the filter's own list of calls naming a pid */
+		if (sup_filter_names_pid(c->e))
+			return handle_pid_arg(c);
 		/* A syscall the table notifies but no handler knows: fail closed. */
 		return deny(c, ENOSYS, "no handler for this notified syscall");
 	}

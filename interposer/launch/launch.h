@@ -84,3 +84,8 @@ struct sock_fprog;
 int sup_filter_build(uint32_t arch, bool namespaced, struct sock_fprog *ret_prog);
 int sup_filter_precompiled(bool namespaced, struct sock_fprog *ret_prog);
 int sup_filter_install(const struct sock_fprog *prog, bool wait_killable);
+/* The syscalls whose pid argument the filter sends to the supervisor when it is not the
+ * caller's own (derived from the table's argument kinds): dispatch's handle_pid_arg()
+ * answers exactly these. */
+struct sc_entry;
+bool sup_filter_names_pid(const struct sc_entry *e);
