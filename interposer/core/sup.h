@@ -51,6 +51,31 @@ int sup_run(struct sup_opts *o);
  * for, with reason setup-failed and why. */
 void sup_report_failure(struct sup_opts *o, const char *why);
 
+/*
+ * notify.c, mem.c: the seam between the supervisor and the kernel. Unset, every call
+ * below is the ioctl on the real listener or process_vm_readv/writev on the real
+ * tracee. A simulation (tests/unit/interposer/test-interposer-dispatch.c) sets its own
+ * ops to feed hand-made requests through dispatch_one() and read its answers without a
+ * kernel round trip. Set before any notifier thread starts and never while one runs;
+ * notify_set_ops(NULL) restores the kernel. Functions return as the ioctl would
+ * (0 or -errno; addfd the new fd number), the memory ones the bytes copied or -errno.
+ */
+struct notify_ops {
+	int (*recv)(void *userdata, struct seccomp_notif *req);
+	bool (*id_valid)(void *userdata, uint64_t id);
+	/* val or err; with cont the kernel runs the call itself (FLAG_CONTINUE) */
+	int (*reply)(void *userdata, uint64_t id, int64_t val, int err, bool cont);
+	/* install srcfd in the caller at newfd, or with newfd -1 at the lowest free number
+	 * and answer the call with it */
+	int (*addfd)(void *userdata, uint64_t id, int srcfd, int newfd, unsigned newfd_flags);
+	ssize_t (*mem_read)(void *userdata, pid_t tid, uint64_t addr, void *buf, size_t len);
+	ssize_t (*mem_write)(void *userdata, pid_t tid, uint64_t addr, const void *buf,
+			     size_t len);
+	void *userdata;
+};
+void notify_set_ops(const struct notify_ops *ops);
+const struct notify_ops *notify_get_ops(void);   /* NULL: the kernel */
+
 /* mem.c: bounded copies from and to the tracee. */
 int mem_read(pid_t tid, uint64_t addr, void *buf, size_t len);
 /* Copy a NUL-terminated string of at most len-1 bytes: -ENAMETOOLONG past that. */
