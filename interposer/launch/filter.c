@@ -191,23 +191,20 @@ static int add_arg_rules(scmp_filter_ctx ctx, const struct sc_entry *e)
 					SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffu, PR_SET_NAME));
 	case SC_setpriority:
 	case SC_getpriority:
-		/* (which, who): only PRIO_PROCESS of the caller is native; other processes,
+	case SC_ioprio_set:
+	case SC_ioprio_get: {
+		/* (which, who): only one process, the caller, is native; other processes,
 		 * and whole process groups and users, go to the supervisor. Both are ints to
 		 * the kernel: a full 64-bit zero is an int zero. */
+		bool io = e->id == SC_ioprio_set || e->id == SC_ioprio_get;
+
 		r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, e->nr, 1,
-				     SCMP_A0(SCMP_CMP_NE, PRIO_PROCESS));
+				     SCMP_A0(SCMP_CMP_NE, io ? IOPRIO_WHO_PROCESS : PRIO_PROCESS));
 		if (r >= 0)
 			r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, e->nr, 1,
 					     SCMP_A1(SCMP_CMP_NE, 0));
 		return r;
-	case SC_ioprio_set:
-	case SC_ioprio_get:
-		r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, e->nr, 1,
-				     SCMP_A0(SCMP_CMP_NE, IOPRIO_WHO_PROCESS));
-		if (r >= 0)
-			r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, e->nr, 1,
-					     SCMP_A1(SCMP_CMP_NE, 0));
-		return r;
+	}
 	case SC_personality:
 		/* Only PER_LINUX and the 0xffffffff query are allowed; libseccomp cannot
 		 * express "neither of two values" in one rule, so the supervisor decides on
