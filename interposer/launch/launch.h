@@ -74,6 +74,7 @@ struct sup_features {
 	int cgroup;                   /* 0 none, 1 v1, 2 v2 */
 	char kernel[65];
 };
+
 /* confine.c: once set up, the supervisor drops the capabilities it no longer needs and
  * installs its own seccomp filter. Before any thread is started. unmount: it has mounts
  * of its own to take down at teardown (--disk, a sized tmpfs). */
