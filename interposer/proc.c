@@ -107,28 +107,6 @@ static pid_t proc_to_sandbox(void *ud, pid_t host)
 	return m->namespaced ? read_nspid(host) : host;
 }
 
-/* The threads of pid other than its leader whose sandbox tid is want, or -ESRCH. */
-static pid_t find_thread(pid_t pid, pid_t want)
-{
-	char p[64];
-	DIR *d;
-	struct dirent *de;
-	pid_t r = -ESRCH;
-
-	snprintf(p, sizeof(p), "/proc/%d/task", pid);
-	d = opendir(p);
-	if (!d)
-		return -ESRCH;
-	while (r < 0 && (de = readdir(d))) {
-		pid_t t = (pid_t)strtol(de->d_name, NULL, 10);
-
-		if (t > 0 && t != pid && read_nspid(t) == want)
-			r = t;
-	}
-	closedir(d);
-	return r;
-}
-
 /*
  * The host pid of the sandbox's pid want, searched below root through the children
  * files: processes only. With threads set, each process's other threads are looked at
@@ -170,20 +148,13 @@ static pid_t find_nspid(pid_t root, pid_t want, int depth, bool threads)
 	char p[64];
 	DIR *d;
 	struct dirent *de;
-	pid_t r;
+	pid_t r = -ESRCH;
 
 	if (depth > 0 && read_nspid(root) == want)
 		return root;
-	if (depth > 0 && threads) {
-		pid_t t = find_thread(root, want);
-
-		if (t > 0)
-			return t;
-	}
-	if (depth > 64)
-		return -ESRCH;
-	/* the leader first: a single-threaded process has no other file */
-	r = find_in_children(root, root, want, depth, threads);
+	/* the leader first: a single-threaded process has no other thread */
+	if (depth <= 64)
+		r = find_in_children(root, root, want, depth, threads);
 	if (r > 0)
 		return r;
 	snprintf(p, sizeof(p), "/proc/%d/task", root);
@@ -193,7 +164,11 @@ static pid_t find_nspid(pid_t root, pid_t want, int depth, bool threads)
 	while (r < 0 && (de = readdir(d))) {
 		pid_t t = (pid_t)strtol(de->d_name, NULL, 10);
 
-		if (t > 0 && t != root)
+		if (t <= 0 || t == root)
+			continue;
+		if (depth > 0 && threads && read_nspid(t) == want)
+			r = t;
+		else if (depth <= 64)
 			r = find_in_children(root, t, want, depth, threads);
 	}
 	closedir(d);
