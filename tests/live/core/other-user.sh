@@ -3,10 +3,13 @@
 # natively: kill(2) reaches them, and a parent-death signal set after the change of ids
 # arrives when the parent dies (the kernel sends it with the parent's credentials).
 # Only where root may change ids: a namespaced run started by root (the full id map).
+# And a known gap, reported as TAP TODO while it lasts: a unix connect that the
+# supervisor performs gives the peer the supervisor's SO_PEERCRED (pid, euid), not the
+# program's, since the kernel records whoever called connect.
 . "$MOAT_SRC/tests/lib/tap.sh"
 . "$MOAT_SRC/tests/live/vfs/lib.sh"
 
-plan 2
+plan 3
 command -v python3 >/dev/null || skip_all "python3 is needed"
 [ "$(id -u)" -eq 0 ] || skip_all "only root has the full id map"
 have_mode namespaced || skip_all "moat cannot start in namespaced mode here"
@@ -64,4 +67,32 @@ for t in kill pdeath; do
 		"native: $(cat native.txt)
 sandbox: $(cat sandbox.txt)"
 done
+# SO_PEERCRED, read by a server outside: the uid and the comm of the peer pid.
+cat > peer-srv.py <<'PYEOF'
+import os, socket, struct, sys
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o777); s.listen()
+open(sys.argv[2] + ".ready", "w").close()
+c, _ = s.accept()
+pid, uid, gid = struct.unpack("iII", c.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+with open(sys.argv[2], "w") as f:
+    f.write("%d %s\n" % (uid, open("/proc/%d/comm" % pid).read().strip()))
+PYEOF
+cat > peer-cli.py <<'PYEOF'
+import os, socket, sys
+os.setgroups([]); os.setgid(65534); os.setuid(65534)
+c = socket.socket(socket.AF_UNIX); c.connect(sys.argv[1]); c.recv(1)
+PYEOF
+mkdir -m 0755 peer && chmod 0755 "$TMP"
+python3 peer-srv.py "$TMP/peer/s.sock" "$TMP/peer.log" </dev/null >/dev/null 2>&1 &
+track_pid $!
+for _ in $(seq 100); do [ -e "$TMP/peer.log.ready" ] && break; sleep 0.1; done
+timeout 60 "$MOAT" run -q --mode namespaced --profile none --ro-bind / --bind "$TMP/peer" -- \
+	/usr/bin/python3 peer-cli.py "$TMP/peer/s.sock" >sandbox.txt 2>&1
+for _ in $(seq 50); do [ -s "$TMP/peer.log" ] && break; sleep 0.1; done
+if [ "$(cat "$TMP/peer.log" 2>/dev/null)" = "65534 python3" ]; then
+	pass "namespaced: a unix peer outside sees the program (uid 65534, its pid) in SO_PEERCRED"
+else
+	_tap_n=$((_tap_n + 1))
+	echo "not ok $_tap_n - namespaced: a unix peer outside sees the program in SO_PEERCRED # TODO the supervisor performs the connect, so the kernel records its pid and euid (peer saw: $(cat "$TMP/peer.log" 2>/dev/null))"
+fi
 finish
