@@ -177,9 +177,12 @@ static int add_arg_rules(scmp_filter_ctx ctx, const struct sc_entry *e)
 					     SCMP_A0(SCMP_CMP_NE, AF_NETLINK),
 					     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_RAW));
 		/* libc needs NETLINK_ROUTE (getifaddrs); other netlink families reach
-		 * kernel subsystems the sandbox has no business with (audit, netfilter...). */
+		 * kernel subsystems the sandbox has no business with (audit, netfilter...).
+		 * They fail as on a kernel built without them: programs take that for
+		 * "not here" and go on (PAM, so su and login tools, treats any other
+		 * error of its audit socket as a system error). */
 		if (r >= 0)
-			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(err), e->nr, 2,
+			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPROTONOSUPPORT), e->nr, 2,
 					     SCMP_A0(SCMP_CMP_EQ, AF_NETLINK),
 					     SCMP_A2(SCMP_CMP_NE, 0));
 		return r;
