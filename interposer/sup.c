@@ -247,6 +247,7 @@ struct run {
 	char *start_buf;
 	size_t start_len;
 	bool started;
+	bool external;                  /* sup_serve(): the process tree is not ours to reap */
 };
 
 static void stop(struct run *R, enum sup_reason reason, int sig);
@@ -686,6 +687,8 @@ static int loop(struct run *R)
 				on_sync(R);
 			else if (fd == R->sigfd)
 				on_signal(R);
+			else if (fd == R->pidfd && R->external)
+				R->keeper_done = true; /* not our child: its pidfd says it is gone */
 			else if (fd == R->pidfd)
 				reap(R);
 			else if (fd == R->o->start_fd && !R->started)
@@ -1614,5 +1617,164 @@ int sup_run(struct sup_opts *o)
 	sup_net_free(&R->ctx); /* first: its waiters answer on the listener */
 	safe_close(R->ctx.listener);
 
+	return status;
+}
+
+/*
+ * A process tree that someone else started (an OCI runtime: runc or crun), with its
+ * seccomp listener handed over: serve it until its first process exits. Paths resolve
+ * in that process's root (/proc/<pid>/root: the container's mounts), so the vfs is built
+ * in namespaced mode and rebased there; sockets are acted on as the program made them,
+ * in its own network namespace (ctx.namespaced stays false for net.c). A signal to us
+ * (SIGTERM from a dying parent through PR_SET_PDEATHSIG included) kills that process
+ * before we go: the tree is never left running unsupervised.
+ */
+int sup_serve(struct sup_opts *o, int listener, pid_t pid)
+{
+	_cleanup_free_ struct run *R = calloc(1, sizeof(*R));
+	_cleanup_close_ int root = -1;
+	struct seccomp_notif_sizes sizes;
+	char errbuf[512], ne[512], p[64];
+	sigset_t mask;
+	int r, status;
+
+	if (!R)
+		return log_error_errno(-ENOMEM, "out of memory");
+	R->o = o;
+	R->external = true;
+	R->ctx.listener = -1;
+	pthread_mutex_init(&R->ctx.lock, NULL);
+	R->epfd = R->sigfd = R->timerfd = R->syncfd = R->pidfd = -1;
+	R->report_out = (struct out_file)OUT_FILE_INIT;
+	R->audit_out = (struct out_file)OUT_FILE_INIT;
+	R->t_start = now_mono_ns();
+	R->start_wall_ns = wall_ns();
+	sup_probe_features(&R->feat);
+	/* Our signals go to the loop from here on (those that came already are pending). */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGQUIT);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	R->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	R->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	R->keeper = pid;
+	if (R->pidfd < 0 || R->sigfd < 0) {
+		(void)!close(listener);
+		SETUP_FAIL(R, "cannot watch process %d: %s", pid, strerror(errno));
+	}
+	if (open_outputs(R) < 0) {
+		signal_keeper(R, SIGKILL);
+		return fail_early(R);
+	}
+	R->ctx.namespaced = false;
+	R->ctx.arch = sc_native_arch();
+	R->ctx.verbose = o->verbose;
+	R->ctx.vfs = o->vfs;
+	R->ctx.net = o->net;
+	o->pm->namespaced = true;
+	o->pm->keeper = pid;
+	o->pm->keeper_included = true;
+	R->ctx.proc = &o->pm->ops;
+	R->ctx.init_host_pid = pid;
+	R->ctx.cmd_host_pid = pid;
+	atomic_store(&R->ctx.runtime_init, true);
+
+	snprintf(p, sizeof(p), "/proc/%d/root", pid);
+	root = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	r = sup_net_prepare(o->vfs, o->net, false, ne, sizeof(ne), errbuf, sizeof(errbuf));
+	if (r >= 0 && ne[0])
+		not_enforced(R, ne);
+	if (r >= 0)
+		r = vfs_finalize(o->vfs, VFS_MODE_NAMESPACED, errbuf, sizeof(errbuf));
+	if (r >= 0 && root < 0) {
+		r = -errno;
+		snprintf(errbuf, sizeof(errbuf), "cannot open %s: %s", p, strerror(errno));
+	}
+	if (r >= 0 && (r = vfs_rebase(o->vfs, root)) < 0)
+		snprintf(errbuf, sizeof(errbuf), "cannot enter the container's root: %s",
+			 strerror(-r));
+	if (r >= 0 && check_outputs(R) < 0) {
+		signal_keeper(R, SIGKILL);
+		(void)!close(listener);
+		return fail_early(R); /* check_outputs() said why */
+	}
+	if (r < 0) {
+		/* Without a supervisor its notified calls would only fail: end it now. */
+		signal_keeper(R, SIGKILL);
+		(void)!close(listener);
+		SETUP_FAIL(R, "%s", errbuf);
+	}
+	if (notify_sizes(&sizes) < 0 || sizes.seccomp_notif < sizeof(struct seccomp_notif))
+		sizes.seccomp_notif = sizeof(struct seccomp_notif);
+	R->req_size = sizes.seccomp_notif;
+	if (o->audit_path)
+		R->ctx.proctrack = proctrack_open(&R->proctrack_why);
+	if (o->audit_path && audit_start(R) < 0) {
+		signal_keeper(R, SIGKILL);
+		(void)!close(listener);
+		return fail_early(R);
+	}
+	start_proctrack(R);
+	r = sup_confine(false);
+	if (r >= 0)
+		r = exectrace_start(&R->ctx);
+	if (r >= 0)
+		r = notifier_start(R);
+	if (r < 0) {
+		signal_keeper(R, SIGKILL);
+		(void)!close(listener);
+		exectrace_stop(&R->ctx);
+		SETUP_FAIL(R, "cannot start serving: %s", strerror(-r));
+	}
+	R->ctx.listener = listener;
+	R->sync_wake_up = notify_set_sync_wake_up(listener) >= 0;
+	for (unsigned i = 0; i < R->n_notifiers; i++)
+		sem_post(&R->listener_ready);
+
+	R->epfd = epoll_create1(EPOLL_CLOEXEC);
+	R->ctx.epfd = R->epfd;
+	ep_add(R->epfd, R->sigfd);
+	ep_add(R->epfd, R->pidfd);
+	start_timeout(R);
+	r = loop(R);
+	if (r < 0)
+		log_error("supervisor loop failed: %s", strerror(-r));
+
+	signal_keeper(R, SIGKILL);
+	raise_nofile();
+	kill_descendants(getpid());
+	notifier_stop(R);
+	exectrace_stop(&R->ctx);
+	R->t_end = now_mono_ns();
+	/* Still rebased: the root fd keeps the container's files reachable for hashing. */
+	getrusage(RUSAGE_CHILDREN, &R->ru);
+	if (o->report_path || R->ctx.audit)
+		collect_changes(R);
+	status = exit_status(R);
+	denial_summary(R);
+	if (o->report_path)
+		write_report(R, status);
+	if (R->ctx.audit) {
+		unsigned long lost = proctrack_stop(R->ctx.proctrack);
+
+		if (lost)
+			log_warning("the kernel dropped process events %lu times: some fork or "
+				    "exit records are missing", lost);
+		audit_finish(R, status);
+	}
+	proctrack_free(R->ctx.proctrack);
+	R->ctx.proctrack = NULL;
+	free_changes(R);
+	out_close(&R->report_out);
+	out_close(&R->audit_out);
+	sup_net_free(&R->ctx);
+	safe_close(R->ctx.listener);
+	safe_close(R->pidfd);
+	safe_close(R->sigfd);
+	safe_close(R->epfd);
 	return status;
 }

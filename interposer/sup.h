@@ -103,6 +103,11 @@ struct sup_features {
 void sup_probe_features(struct sup_features *f);
 
 int sup_run(struct sup_opts *o);
+/* Serve the seccomp listener of a process someone else started (an OCI runtime's
+ * container, pid its first process on the host), in its root and its network
+ * namespace, until that process exits; kill it if we are stopped first. Takes the
+ * listener. Returns what sup_run() would. */
+int sup_serve(struct sup_opts *o, int listener, pid_t pid);
 /* moat failed before sup_run() could (a policy it cannot use): write --report, if asked
  * for, with reason setup-failed and why. */
 void sup_report_failure(struct sup_opts *o, const char *why);
