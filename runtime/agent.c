@@ -114,13 +114,14 @@ static int receive(int conn, json_t **ret_state, int *fds, size_t max_fds, size_
 					close(fd);
 			}
 		}
-		if (n == 0 || len + (size_t)n >= STATE_MAX)
-			break;
 		len += (size_t)n;
+		/* runc keeps the connection open until its create is done: one whole
+		 * document is the message. */
+		if ((*ret_state = json_loadb(buf, len, 0, &jerr)))
+			return 0;
+		if (n == 0 || len >= STATE_MAX)
+			return -EBADMSG;
 	}
-	buf[len] = '\0';
-	*ret_state = json_loadb(buf, len, 0, &jerr);
-	return *ret_state ? 0 : -EBADMSG;
 }
 
 static void kill_pidfd(int pidfd)

@@ -168,10 +168,15 @@ static pid_t start_agent(const char *dir, int lfd)
 		return p;
 	{
 		struct oci_agent_opts ao = { .single = true, .verbose = getenv("MOAT_VERBOSE") != NULL };
-		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-		int out = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+		int null, out;
 
 		setsid();
+		/* Nothing of our caller's (conmon waits for its pipes to close) */
+		if (dup2(lfd, 3) < 0 || close_range(4, ~0U, 0) < 0)
+			_exit(MOAT_EXIT_FAILURE);
+		lfd = 3;
+		null = open("/dev/null", O_RDWR | O_CLOEXEC);
+		out = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 		if (null >= 0)
 			dup2(null, 0);
 		if (out >= 0) {
