@@ -5,7 +5,8 @@
  *
  * Policy, first found wins: the listenerMetadata the runtime sends along, the
  * container's annotation run.moat.policy (either holds a policy's text, starting
- * "moat-policy", or the host path of a policy file), the agent's --policy. Without
+ * "moat-policy", its lines separated by newlines or, on one line, by ';', or the host
+ * path of a policy file), the agent's --policy. Without
  * `profile none`, the container profile comes first: the container's root read-write
  * as the container made it (its own mounts say what is read-only), /proc with only its
  * processes, the default profile's secrets hidden, no network. run.moat.audit and
@@ -141,11 +142,17 @@ static int container_policy(const char *spec, struct policy *p, char *err, size_
 	int r = 0;
 
 	if (spec && strncmp(spec, "moat-policy", 11) == 0) {
+		_cleanup_free_ char *text = strdup(spec);
 		size_t len = strlen(spec);
 
-		mfd = memfd_create("moat-policy", MFD_CLOEXEC);
-		if (mfd < 0 || write(mfd, spec, len) != (ssize_t)len)
-			return -errno;
+		/* Engines cut annotations at a newline (podman): on one line, ';' ends one. */
+		if (text && !strchr(text, '\n'))
+			for (char *c = text; *c; c++)
+				if (*c == ';')
+					*c = '\n';
+		mfd = text ? memfd_create("moat-policy", MFD_CLOEXEC) : -1;
+		if (mfd < 0 || write(mfd, text, len) != (ssize_t)len)
+			return mfd < 0 && !text ? -ENOMEM : -errno;
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", mfd);
 		file = path;
 	}
