@@ -299,8 +299,8 @@ static bool alive(int pidfd)
 	return pidfd >= 0 && poll(&p, 1, 0) == 0;
 }
 
-/* A supervisor is gone. Ended by anything but its container's exit, it leaves the
- * container behind unsupervised: kill it. */
+/* A supervisor is gone. Gone before the process it served (the container's init, or a
+ * process `exec` added), it leaves that process unsupervised: kill the container. */
 static void on_child(struct agent *A)
 {
 	int st;
@@ -312,7 +312,7 @@ static void on_child(struct agent *A)
 
 			if (b->sup != w)
 				continue;
-			if (alive(b->pidfd) || alive(b->init_pidfd)) {
+			if (alive(b->pidfd)) {
 				log_warning("the supervisor %d is gone (%s %d) while its container "
 					    "runs: killing the container", w,
 					    WIFSIGNALED(st) ? "signal" : "status",

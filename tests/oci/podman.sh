@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # podman run --runtime moat-runtime: the container runs, its hidden file stays hidden
 # through every alias, a loopback port the policy does not name is refused while the
-# named one is reached, the audit stream verifies, and killing its supervisor (or the
-# agent) kills the container. Every effect is checked from outside: podman's output,
+# named one is reached, the audit stream verifies, podman exec is supervised too, and
+# killing its supervisor (or the agent) kills the container. Every effect is checked from outside: podman's output,
 # the servers' accept counts, the stream, /proc of the host.
 #
 # This VM kind: hybrid cgroups (v1 controllers, an empty cgroup2), so podman runs with
@@ -32,7 +32,7 @@ if ! timeout 60 "${P[@]}" "${RUN[@]}" --runtime runc "$IMG" true 2>"$TMP/runc.er
 	skip_all "podman cannot run a container with plain runc here: $(head -c 300 "$TMP/runc.err")"
 fi
 
-plan 14
+plan 16
 
 mrun() { timeout 60 "${P[@]}" "${RUN[@]}" --runtime "$MOAT_RUNTIME" "$@" 2>"$TMP/err"; }
 diag() { printf '%s\n--- stderr:\n%s\n--- moat:\n%s' "$1" "$(cat "$TMP/err")" \
@@ -85,6 +85,18 @@ ok $? "the container's audit stream verifies" "$(cat "$TMP/verify")"
 "$MOAT" audit dump "$TMP/run.moat" >"$TMP/dump" 2>&1
 grep -q "/secret/.env" "$TMP/dump" && grep -q "$PORT_B" "$TMP/dump"
 ok $? "its dump holds the refused open and the refused connect" "$(tail -20 "$TMP/dump")"
+
+# exec: the added process gets a supervisor of its own; its end is not the container's.
+cid=$(timeout 60 "${P[@]}" run -d --network host --ulimit nofile=1024:1024 \
+	--ulimit nproc=1024:1024 --runtime "$MOAT_RUNTIME" "$IMG" sleep 60 2>"$TMP/err")
+out=$(timeout 60 "${P[@]}" exec "$cid" sh -c 'cat /etc/pub; cat /secret/.env' 2>>"$TMP/err")
+grep -qx public <<<"$out" && ! grep -q topsecret <<<"$out"
+ok $? "podman exec: the added process runs supervised (the hidden file stays hidden)" "$(diag "$out")"
+pid=$("${P[@]}" inspect --format '{{.State.Pid}}' "$cid" 2>/dev/null)
+sleep 1
+[ -n "$pid" ] && [ "$pid" != 0 ] && ! gone "$pid" 1
+ok $? "... and the container outlives it" "pid '$pid' $(diag "")"
+"${P[@]}" rm -f -t 0 "$cid" >/dev/null 2>&1
 
 # Fail closed: the container dies with its supervisor, or with the agent.
 for victim in supervisor agent; do
