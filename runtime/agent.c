@@ -266,6 +266,9 @@ static void on_connection(struct agent *A, int lfd)
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		if (getppid() != agent)
 			raise(SIGTERM);
+		/* Not in the agent's process group: one kill of that group does not take
+		 * both the agent and the supervisor at once. */
+		setsid();
 		close(lfd);
 		for (size_t k = 0; k < nfds; k++)
 			if (fds[k] != listener)

@@ -32,7 +32,7 @@ if ! timeout 60 "${P[@]}" "${RUN[@]}" --runtime runc "$IMG" true 2>"$TMP/runc.er
 	skip_all "podman cannot run a container with plain runc here: $(head -c 300 "$TMP/runc.err")"
 fi
 
-plan 16
+plan 17
 
 mrun() { timeout 60 "${P[@]}" "${RUN[@]}" --runtime "$MOAT_RUNTIME" "$@" 2>"$TMP/err"; }
 diag() { printf '%s\n--- stderr:\n%s\n--- moat:\n%s' "$1" "$(cat "$TMP/err")" \
@@ -99,7 +99,7 @@ ok $? "... and the container outlives it" "pid '$pid' $(diag "")"
 "${P[@]}" rm -f -t 0 "$cid" >/dev/null 2>&1
 
 # Fail closed: the container dies with its supervisor, or with the agent.
-for victim in supervisor agent; do
+for victim in supervisor agent "agent's process group"; do
 	cid=$(timeout 60 "${P[@]}" run -d --network host --ulimit nofile=1024:1024 \
 		--ulimit nproc=1024:1024 --runtime "$MOAT_RUNTIME" "$IMG" sleep 60 2>"$TMP/err")
 	pid=$("${P[@]}" inspect --format '{{.State.Pid}}' "$cid" 2>/dev/null)
@@ -113,9 +113,13 @@ for victim in supervisor agent; do
 		fail "killing the $victim kills the container" "the container was gone before the kill"
 		continue
 	fi
-	[ $victim = supervisor ] && kill -9 "$sup" || kill -9 "$agent"
+	case $victim in
+	supervisor) kill -9 "$sup" ;;
+	agent) kill -9 "$agent" ;;
+	*) kill -9 -- "-$agent" ;; # the agent leads its session and group
+	esac
 	gone "$pid" 5
-	ok $? "killing the $victim (pid $([ $victim = supervisor ] && echo "$sup" || echo "$agent")) kills the container (pid $pid)" \
+	ok $? "killing the $victim (agent $agent, supervisor $sup) kills the container (pid $pid)" \
 		"$(ps -o pid,stat,cmd -p "$pid")"
 	"${P[@]}" rm -f -t 0 "$cid" >/dev/null 2>&1
 done
