@@ -51,7 +51,7 @@ AGENT=$!
 track_pid $AGENT
 for i in $(seq 100); do [ -S "$SOCK" ] && break; sleep 0.05; done
 
-plan 6
+plan 7
 pass "control: plain runc on the same bundle reads /secret/.env"
 
 config sh -c 'cat /etc/pub; cat /secret/.env; cat /proc/self/root/secret/.env'
@@ -69,6 +69,26 @@ ANNOT="moat-policy 1; hide /etc/pub" config cat /etc/pub
 out=$(crun_)
 ! grep -q public <<<"$out"
 ok $? "... and so does the annotation run.moat.policy" "$(diag "$out")"
+
+# crun speaks the same protocol: the same container under it, where crun can run one.
+if ! command -v crun >/dev/null; then
+	skip "crun + listenerPath -> moat agent" "crun is not installed"
+else
+	PLAIN=1 config cat /etc/pub
+	n=$((n + 1))
+	out=$(cd "$TMP/bundle" && timeout 60 crun run "t$$-$n" 2>&1)
+	crun delete -f "t$$-$n" >/dev/null 2>&1
+	if [ "$out" != public ]; then
+		skip "crun + listenerPath -> moat agent" "crun cannot run a container here: $(head -c 200 <<<"$out")"
+	else
+		config sh -c 'cat /etc/pub; cat /secret/.env'
+		n=$((n + 1))
+		out=$(cd "$TMP/bundle" && timeout 60 crun run "t$$-$n" 2>"$TMP/err")
+		crun delete -f "t$$-$n" >/dev/null 2>&1
+		grep -qx public <<<"$out" && ! grep -q topsecret <<<"$out"
+		ok $? "crun + listenerPath -> moat agent: runs, the hidden file stays hidden" "$(diag "$out")"
+	fi
+fi
 
 # Fail closed: the agent's death reaches the supervisor, which kills the container.
 config sleep 60
