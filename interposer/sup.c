@@ -1328,17 +1328,8 @@ static int own_mount_ns(void)
 	return 0;
 }
 
-int sup_run(struct sup_opts *o)
+static void run_init(struct run *R, struct sup_opts *o)
 {
-	_cleanup_free_ struct run *R = calloc(1, sizeof(*R));
-	struct spawn_plan plan = { 0 };
-	struct seccomp_notif_sizes sizes;
-	int sv[2] = { -1, -1 }, r, status, one = 1;
-	char errbuf[512];
-	sigset_t mask;
-
-	if (!R)
-		return log_error_errno(-ENOMEM, "out of memory");
 	R->o = o;
 	R->ctx.listener = -1;
 	pthread_mutex_init(&R->ctx.lock, NULL);
@@ -1348,6 +1339,57 @@ int sup_run(struct sup_opts *o)
 	R->t_start = now_mono_ns();
 	R->start_wall_ns = wall_ns();
 	sup_probe_features(&R->feat);
+}
+
+/* The signals that end a run, and SIGCHLD, reach the loop through the fd returned. */
+static int signals_to_loop(void)
+{
+	sigset_t mask;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGQUIT);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	return signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
+/* The run is over: the report and the stream's footer, then what they needed. */
+static void write_outputs(struct run *R, int status)
+{
+	if (R->o->report_path)
+		write_report(R, status);
+	if (R->ctx.audit) {
+		unsigned long lost;
+
+		audit_header(R); /* --start-fd: the command never came; still say what ran */
+		lost = proctrack_stop(R->ctx.proctrack);
+		if (lost)
+			log_warning("the kernel dropped process events %lu times: some fork or "
+				    "exit records are missing", lost);
+		audit_finish(R, status);
+	}
+	proctrack_free(R->ctx.proctrack);
+	R->ctx.proctrack = NULL;
+	free_changes(R);
+	out_close(&R->report_out);
+	out_close(&R->audit_out);
+}
+
+int sup_run(struct sup_opts *o)
+{
+	_cleanup_free_ struct run *R = calloc(1, sizeof(*R));
+	struct spawn_plan plan = { 0 };
+	struct seccomp_notif_sizes sizes;
+	int sv[2] = { -1, -1 }, r, status, one = 1;
+	char errbuf[512];
+
+	if (!R)
+		return log_error_errno(-ENOMEM, "out of memory");
+	run_init(R, o);
 	if (open_outputs(R) < 0)
 		return fail_early(R);
 
@@ -1472,15 +1514,7 @@ int sup_run(struct sup_opts *o)
 	R->syncfd = sv[0];
 	plan.sync_fd = sv[1];
 
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGCHLD);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	sigaddset(&mask, SIGQUIT);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	signal(SIGPIPE, SIG_IGN);
-	R->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	R->sigfd = signals_to_loop();
 
 	/* Before the sandbox exists: its path is never one the sandbox could have planted. */
 	if (o->events_spec && events_open(o->events_spec, &R->ctx.events) < 0) {
@@ -1595,23 +1629,7 @@ int sup_run(struct sup_opts *o)
 		log_notice("killed: the run exceeded its memory limit");
 	denial_summary(R);
 	run_events(R, status);
-	if (o->report_path)
-		write_report(R, status);
-	if (R->ctx.audit) {
-		unsigned long lost;
-
-		audit_header(R); /* --start-fd: the command never came; still say what ran */
-		lost = proctrack_stop(R->ctx.proctrack);
-		if (lost)
-			log_warning("the kernel dropped process events %lu times: some fork or "
-				    "exit records are missing", lost);
-		audit_finish(R, status);
-	}
-	proctrack_free(R->ctx.proctrack);
-	R->ctx.proctrack = NULL;
-	free_changes(R);
-	out_close(&R->report_out);
-	out_close(&R->audit_out);
+	write_outputs(R, status);
 	if (R->have_cg)
 		cg_destroy(&R->cg);
 	sup_net_free(&R->ctx); /* first: its waiters answer on the listener */
@@ -1635,31 +1653,14 @@ int sup_serve(struct sup_opts *o, int listener, pid_t pid)
 	_cleanup_close_ int root = -1;
 	struct seccomp_notif_sizes sizes;
 	char errbuf[512], ne[512], p[64];
-	sigset_t mask;
 	int r, status;
 
 	if (!R)
 		return log_error_errno(-ENOMEM, "out of memory");
-	R->o = o;
+	run_init(R, o);
 	R->external = true;
-	R->ctx.listener = -1;
-	pthread_mutex_init(&R->ctx.lock, NULL);
-	R->epfd = R->sigfd = R->timerfd = R->syncfd = R->pidfd = -1;
-	R->report_out = (struct out_file)OUT_FILE_INIT;
-	R->audit_out = (struct out_file)OUT_FILE_INIT;
-	R->t_start = now_mono_ns();
-	R->start_wall_ns = wall_ns();
-	sup_probe_features(&R->feat);
 	/* Our signals go to the loop from here on (those that came already are pending). */
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGCHLD);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	sigaddset(&mask, SIGQUIT);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	signal(SIGPIPE, SIG_IGN);
-	R->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	R->sigfd = signals_to_loop();
 	R->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	R->keeper = pid;
 	if (R->pidfd < 0 || R->sigfd < 0) {
@@ -1756,21 +1757,7 @@ int sup_serve(struct sup_opts *o, int listener, pid_t pid)
 		collect_changes(R);
 	status = exit_status(R);
 	denial_summary(R);
-	if (o->report_path)
-		write_report(R, status);
-	if (R->ctx.audit) {
-		unsigned long lost = proctrack_stop(R->ctx.proctrack);
-
-		if (lost)
-			log_warning("the kernel dropped process events %lu times: some fork or "
-				    "exit records are missing", lost);
-		audit_finish(R, status);
-	}
-	proctrack_free(R->ctx.proctrack);
-	R->ctx.proctrack = NULL;
-	free_changes(R);
-	out_close(&R->report_out);
-	out_close(&R->audit_out);
+	write_outputs(R, status);
 	sup_net_free(&R->ctx);
 	safe_close(R->ctx.listener);
 	safe_close(R->pidfd);

@@ -58,19 +58,9 @@ C
 	cc -static -O1 -o "$OPENAT2_BIN" "$TMP/openat2.c" 2>/dev/null || OPENAT2_BIN=
 }
 
-# start_server KIND NAME: a counting server of tests/live/net on the host's loopback;
-# sets PORT_<NAME>, and $TMP/NAME.log holds how many connections it accepted.
-start_server() {
-	local kind=$1 name=$2 i
-	"$PY" "$MOAT_SRC/tests/live/net/servers.py" "$kind" "$TMP/$name.port" "$TMP/$name.log" &
-	track_pid $!
-	for i in $(seq 100); do
-		[ -s "$TMP/$name.port" ] && break
-		sleep 0.05
-	done
-	[ -s "$TMP/$name.port" ] || return 1
-	printf -v "PORT_$name" '%s' "$(cat "$TMP/$name.port")"
-}
+# start_server KIND NAME: tests/live/net's counting servers on the host's loopback
+# (PORT_<NAME>; $TMP/NAME.log holds how many connections one accepted)
+. "$MOAT_SRC/tests/live/net/lib.sh"
 
 # gone PID [SECONDS]: the process exited (gone, or a zombie) within the time.
 gone() {
