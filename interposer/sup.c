@@ -1652,7 +1652,7 @@ int sup_serve(struct sup_opts *o, int listener, pid_t pid)
 	_cleanup_free_ struct run *R = calloc(1, sizeof(*R));
 	_cleanup_close_ int root = -1;
 	struct seccomp_notif_sizes sizes;
-	char errbuf[512], ne[512], p[64];
+	char errbuf[512], p[64];
 	int r, status;
 
 	if (!R)
@@ -1684,18 +1684,14 @@ int sup_serve(struct sup_opts *o, int listener, pid_t pid)
 	R->ctx.cmd_host_pid = pid;
 	atomic_store(&R->ctx.runtime_init, true);
 
+	/* The table was finalized on a copy of the container's mounts (runtime/agent.c):
+	 * from now on it walks the container's own. */
 	snprintf(p, sizeof(p), "/proc/%d/root", pid);
 	root = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	r = sup_net_prepare(o->vfs, o->net, false, ne, sizeof(ne), errbuf, sizeof(errbuf));
-	if (r >= 0 && ne[0])
-		not_enforced(R, ne);
-	if (r >= 0)
-		r = vfs_finalize(o->vfs, VFS_MODE_NAMESPACED, errbuf, sizeof(errbuf));
-	if (r >= 0 && root < 0) {
-		r = -errno;
+	r = root < 0 ? -errno : 0;
+	if (r < 0)
 		snprintf(errbuf, sizeof(errbuf), "cannot open %s: %s", p, strerror(errno));
-	}
-	if (r >= 0 && (r = vfs_rebase(o->vfs, root)) < 0)
+	else if ((r = vfs_rebase(o->vfs, root)) < 0)
 		snprintf(errbuf, sizeof(errbuf), "cannot enter the container's root: %s",
 			 strerror(-r));
 	if (r >= 0 && check_outputs(R) < 0) {

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <sched.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -22,6 +23,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -39,6 +41,7 @@
 #include "oci.h"
 #include "policy.h"
 #include "proc-ops.h"
+#include "sandbox-net.h"
 #include "sup.h"
 #include "vfs.h"
 
@@ -175,6 +178,78 @@ out:
 	return r;
 }
 
+/*
+ * The policy's paths are the container's: its directives are checked (a mapping's
+ * source must exist) and its table finalized in a copy of the container's mount
+ * namespace (entered, then unshared), with a tmpfs of ours over the copy's /tmp for the
+ * vfs's private directory (the container sees none of it). sup_serve() then rebases
+ * the table on the container's own root.
+ * The policy file itself was read on the host, before; the names of allow-net rules
+ * are resolved on the host too (sup_net_prepare(), before we enter).
+ */
+static int build_in_root(const struct policy *pol, pid_t pid, struct proc_map *pm,
+			 struct sup_opts *o, char *err, size_t errlen)
+{
+	static const char *const path_words[] = { "ro-bind", "bind", "tmpfs", "file", "chdir",
+						  NULL };
+	_cleanup_close_ int host_ns = -1, ns = -1, host_cwd = -1;
+	char src[64], ne[512];
+	struct policy host_pol = { .profile_none = true };
+	struct vfs *host_vfs = NULL;
+	struct net *unused = NULL;
+	int r = 0;
+
+	/* On the host: the network rules, their names resolved here (the container's
+	 * resolver configuration and libraries are never used), without the mappings,
+	 * whose sources may exist only in the container. */
+	for (size_t i = 0; r >= 0 && i < pol->n; i++) {
+		bool path = false;
+
+		for (size_t k = 0; path_words[k]; k++)
+			path |= streq(pol->items[i].word, path_words[k]);
+		if (!path)
+			r = policy_add(&host_pol, pol->items[i].word, pol->items[i].arg,
+				       pol->items[i].origin);
+	}
+	if (r >= 0)
+		r = policy_apply(&host_pol, proc_map_init(pm), &host_vfs, &o->net, err, errlen);
+	if (r >= 0)
+		r = sup_net_prepare(host_vfs, o->net, false, ne, sizeof(ne), err, errlen);
+	vfs_free(host_vfs);
+	policy_done(&host_pol);
+	if (r < 0)
+		return r;
+	if (ne[0])
+		log_warning("%s", ne);
+
+	snprintf(src, sizeof(src), "/proc/%d/ns/mnt", pid);
+	host_ns = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+	ns = open(src, O_RDONLY | O_CLOEXEC);
+	host_cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (host_ns < 0 || ns < 0 || host_cwd < 0 || setns(ns, CLONE_NEWNS) < 0) {
+		snprintf(err, errlen, "cannot enter the container's mount namespace: %m");
+		return -EIO;
+	}
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0700") < 0) {
+		snprintf(err, errlen, "cannot make a copy of the container's mounts with a /tmp of "
+				      "ours (has it a /tmp?): %m");
+		r = -EIO;
+	} else {
+		/* Nothing here may load a library or ask NSS: the files are the image's. */
+		r = policy_apply(pol, proc_map_init(pm), &o->vfs, &unused, err, errlen);
+		if (r >= 0)
+			r = vfs_finalize(o->vfs, VFS_MODE_NAMESPACED, err, errlen);
+		net_free(unused);
+	}
+	/* The copy lives on in the table's fds, until sup_serve() rebases it. */
+	if (setns(host_ns, CLONE_NEWNS) < 0 || fchdir(host_cwd) < 0) {
+		snprintf(err, errlen, "cannot leave the container's mount namespace: %m");
+		return -EIO;
+	}
+	return r;
+}
+
 static const char *annotation(json_t *state, const char *key)
 {
 	const char *v = json_string_value(
@@ -198,8 +273,11 @@ _noreturn_ static void supervise(const struct oci_agent_opts *ao, json_t *state,
 
 	if (!spec)
 		spec = ao->policy;
+	/* "~" in the policy is the container's root's home; and policy_apply() must not
+	 * look the home up (NSS) inside the container's root */
+	setenv("HOME", "/root", 1);
 	if (container_policy(spec, &pol, err, sizeof(err)) < 0 ||
-	    policy_apply(&pol, proc_map_init(&pm), &o.vfs, &o.net, err, sizeof(err)) < 0 ||
+	    build_in_root(&pol, pid, &pm, &o, err, sizeof(err)) < 0 ||
 	    policy_canonical(o.vfs, o.net, &o.policy_json, o.policy_hash) < 0) {
 		log_error("container %s: policy: %s", id, err[0] ? err : "out of memory");
 		kill(pid, SIGKILL); /* our child's pid cannot be reused while we live */

@@ -32,7 +32,7 @@ if ! timeout 60 "${P[@]}" "${RUN[@]}" --runtime runc "$IMG" true 2>"$TMP/runc.er
 	skip_all "podman cannot run a container with plain runc here: $(head -c 300 "$TMP/runc.err")"
 fi
 
-plan 17
+plan 19
 
 mrun() { timeout 60 "${P[@]}" "${RUN[@]}" --runtime "$MOAT_RUNTIME" "$@" 2>"$TMP/err"; }
 diag() { printf '%s\n--- stderr:\n%s\n--- moat:\n%s' "$1" "$(cat "$TMP/err")" \
@@ -69,6 +69,17 @@ fi
 out=$(mrun "$IMG" cat /etc/pub)
 [ "$out" = public ]
 ok $? "a file the policy does not hide reads as usual" "$(diag "$out")"
+
+# Read-only paths of the image's own (the host has no /secret): a write the container's
+# writable root allows is refused under `ro-bind /secret`. The write under no policy is
+# the control.
+out=$(mrun "$IMG" sh -c 'echo x > /secret/w && cat /secret/w')
+[ "$out" = x ]
+ok $? "control: the container's root is writable (/secret/w written)" "$(diag "$out")"
+out=$(mrun --annotation "run.moat.policy=moat-policy 1; ro-bind /secret" "$IMG" \
+	sh -c 'echo x > /secret/w; cat /secret/w; ls /secret')
+! grep -qx x <<<"$out" && grep -q "Read-only file system" "$TMP/err"
+ok $? "ro-bind /secret (a path only the image has) makes it read-only" "$(diag "$out")"
 
 # Network: the policy names one loopback port; the other gets nothing.
 start_server tcp A && start_server tcp B || skip_all "cannot start the test servers"
