@@ -32,7 +32,7 @@ if ! timeout 60 "${P[@]}" "${RUN[@]}" --runtime runc "$IMG" true 2>"$TMP/runc.er
 	skip_all "podman cannot run a container with plain runc here: $(head -c 300 "$TMP/runc.err")"
 fi
 
-plan 19
+plan 20
 
 mrun() { timeout 60 "${P[@]}" "${RUN[@]}" --runtime "$MOAT_RUNTIME" "$@" 2>"$TMP/err"; }
 diag() { printf '%s\n--- stderr:\n%s\n--- moat:\n%s' "$1" "$(cat "$TMP/err")" \
@@ -85,6 +85,7 @@ ok $? "ro-bind /secret (a path only the image has) makes it read-only" "$(diag "
 start_server tcp A && start_server tcp B || skip_all "cannot start the test servers"
 policy="moat-policy 1; allow-net 127.0.0.1:$PORT_A"
 out=$(mrun --annotation run.moat.policy="$policy" --annotation run.moat.audit="$TMP/run.moat" \
+	--annotation run.moat.report="$TMP/report.json" \
 	"$IMG" sh -c "echo hi | nc 127.0.0.1 $PORT_A; echo hi | nc 127.0.0.1 $PORT_B; cat /secret/.env")
 [ "$(cat "$TMP/A.log")" -ge 1 ]
 ok $? "a connect to the allowed loopback port reaches the host's server" "$(diag "$out")"
@@ -108,6 +109,9 @@ sleep 1
 [ -n "$pid" ] && [ "$pid" != 0 ] && ! gone "$pid" 1
 ok $? "... and the container outlives it" "pid '$pid' $(diag "")"
 "${P[@]}" rm -f -t 0 "$cid" >/dev/null 2>&1
+
+jq -e '.denials.total >= 2' "$TMP/report.json" >/dev/null 2>&1
+ok $? "run.moat.report: the report, on the host, counts the container's denials" "$(head -c 600 "$TMP/report.json" 2>&1)"
 
 # Fail closed: the container dies with its supervisor, or with the agent.
 for victim in supervisor agent "agent's process group"; do
