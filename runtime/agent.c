@@ -279,8 +279,8 @@ _noreturn_ static void supervise(const struct oci_agent_opts *ao, json_t *state,
 	if (container_policy(spec, &pol, err, sizeof(err)) < 0 ||
 	    build_in_root(&pol, pid, &pm, &o, err, sizeof(err)) < 0 ||
 	    policy_canonical(o.vfs, o.net, &o.policy_json, o.policy_hash) < 0) {
+		/* the agent sees us gone before the container's process, and kills it */
 		log_error("container %s: policy: %s", id, err[0] ? err : "out of memory");
-		kill(pid, SIGKILL); /* our child's pid cannot be reused while we live */
 		_exit(MOAT_EXIT_FAILURE);
 	}
 	o.argv = argv;
