@@ -32,7 +32,7 @@ if ! timeout 60 "${P[@]}" "${RUN[@]}" --runtime runc "$IMG" true 2>"$TMP/runc.er
 	skip_all "podman cannot run a container with plain runc here: $(head -c 300 "$TMP/runc.err")"
 fi
 
-plan 20
+plan 21
 
 mrun() { timeout 60 "${P[@]}" "${RUN[@]}" --runtime "$MOAT_RUNTIME" "$@" 2>"$TMP/err"; }
 diag() { printf '%s\n--- stderr:\n%s\n--- moat:\n%s' "$1" "$(cat "$TMP/err")" \
@@ -112,6 +112,10 @@ ok $? "... and the container outlives it" "pid '$pid' $(diag "")"
 
 jq -e '.denials.total >= 2' "$TMP/report.json" >/dev/null 2>&1
 ok $? "run.moat.report: the report, on the host, counts the container's denials" "$(head -c 600 "$TMP/report.json" 2>&1)"
+
+out=$(mrun --annotation "run.moat.policy=moat-policy 1; no-such-directive x" "$IMG" echo RAN)
+! grep -q RAN <<<"$out"
+ok $? "a policy moat cannot use: the container's program never runs" "$(diag "$out")"
 
 # Fail closed: the container dies with its supervisor, or with the agent.
 for victim in supervisor agent "agent's process group"; do
