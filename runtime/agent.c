@@ -41,7 +41,7 @@
 #include "oci.h"
 #include "policy.h"
 #include "proc-ops.h"
-#include "sandbox-net.h"
+#include "netns.h"
 #include "sup.h"
 #include "vfs.h"
 

@@ -29,7 +29,7 @@
 #include "log.h"
 #include "macros.h"
 #include "missing-seccomp.h"
-#include "sandbox-net.h"
+#include "netns.h"
 #include "spawn.h"
 #include "cgroup.h"
 #include "landlock.h"

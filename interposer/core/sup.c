@@ -9,7 +9,7 @@
  * on a small VM. The main loop is epoll over the sync socket (listener hand-over, exec
  * and setup failures, the command's status), a signalfd (SIGCHLD and the signals that
  * stop us), a timerfd (--timeout), the pidfd of the sandbox's init, and the sockets
- * net.c waits on (deferred connects, DNS). What they share is listed at struct sup_ctx.
+ * sock.c waits on (deferred connects, DNS). What they share is listed at struct sup_ctx.
  * Whatever ends the run, teardown is the same: kill the whole tree (pid namespace,
  * cgroup, and a sweep of our own descendants as a subreaper), then account.
  */
@@ -56,7 +56,7 @@
 #include "output.h"
 #include "proc-ops.h"
 #include "proctrack.h"
-#include "sandbox-net.h"
+#include "netns.h"
 #include "spawn.h"
 #include "sup.h"
 #include "term.h"
@@ -471,7 +471,7 @@ static void on_sync(struct run *R)
 	case SYNC_DNS:
 		/* The keeper's DNS socket inside the sandbox's network namespace. */
 		if (cred.pid == R->keeper && passed >= 0) {
-			pthread_mutex_lock(&R->ctx.lock); /* net.c's state: see struct sup_ctx */
+			pthread_mutex_lock(&R->ctx.lock); /* sock.c's state: see struct sup_ctx */
 			sup_net_dns_fd(&R->ctx, TAKE_FD(passed));
 			pthread_mutex_unlock(&R->ctx.lock);
 		} else if (cred.pid == R->keeper)
@@ -1292,20 +1292,35 @@ static int fail_started(struct run *R)
 	return fail_early(R);
 }
 
-void sup_report_failure(struct sup_opts *o, const char *why)
+/* A run with nothing open yet (every fd -1), its clocks started and the kernel probed:
+ * what both a run and a report of a failure before it start from. */
+static struct run *run_new(struct sup_opts *o)
 {
-	_cleanup_free_ struct run *R = calloc(1, sizeof(*R));
+	struct run *R = calloc(1, sizeof(*R));
 
-	if (!R || !o->report_path)
-		return;
+	if (!R)
+		return NULL;
 	R->o = o;
-	o->audit_path = NULL; /* no stream: it would have nothing to record */
+	R->ctx.listener = -1;
+	pthread_mutex_init(&R->ctx.lock, NULL);
+	R->epfd = R->sigfd = R->timerfd = R->syncfd = R->pidfd = -1;
 	R->report_out = (struct out_file)OUT_FILE_INIT;
 	R->audit_out = (struct out_file)OUT_FILE_INIT;
 	R->t_start = now_mono_ns();
 	R->start_wall_ns = wall_ns();
 	sup_probe_features(&R->feat);
-	if (open_outputs(R) < 0)
+	return R;
+}
+
+void sup_report_failure(struct sup_opts *o, const char *why)
+{
+	_cleanup_free_ struct run *R = NULL;
+
+	if (!o->report_path)
+		return;
+	o->audit_path = NULL; /* no stream: it would have nothing to record */
+	R = run_new(o);
+	if (!R || open_outputs(R) < 0)
 		return;
 	snprintf(R->setup_msg, sizeof(R->setup_msg), "%s", why);
 	fail_early(R);
@@ -1326,19 +1341,6 @@ static int own_mount_ns(void)
 	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
 		return log_error_errno(-errno, "--disk: cannot make a mount namespace: %m");
 	return 0;
-}
-
-static void run_init(struct run *R, struct sup_opts *o)
-{
-	R->o = o;
-	R->ctx.listener = -1;
-	pthread_mutex_init(&R->ctx.lock, NULL);
-	R->epfd = R->sigfd = R->timerfd = R->syncfd = R->pidfd = -1;
-	R->report_out = (struct out_file)OUT_FILE_INIT;
-	R->audit_out = (struct out_file)OUT_FILE_INIT;
-	R->t_start = now_mono_ns();
-	R->start_wall_ns = wall_ns();
-	sup_probe_features(&R->feat);
 }
 
 /* The signals that end a run, and SIGCHLD, reach the loop through the fd returned. */
@@ -1381,7 +1383,7 @@ static void write_outputs(struct run *R, int status)
 
 int sup_run(struct sup_opts *o)
 {
-	_cleanup_free_ struct run *R = calloc(1, sizeof(*R));
+	_cleanup_free_ struct run *R = run_new(o);
 	struct spawn_plan plan = { 0 };
 	struct seccomp_notif_sizes sizes;
 	int sv[2] = { -1, -1 }, r, status, one = 1;
@@ -1389,7 +1391,6 @@ int sup_run(struct sup_opts *o)
 
 	if (!R)
 		return log_error_errno(-ENOMEM, "out of memory");
-	run_init(R, o);
 	if (open_outputs(R) < 0)
 		return fail_early(R);
 
@@ -1649,7 +1650,7 @@ int sup_run(struct sup_opts *o)
  */
 int sup_serve(struct sup_opts *o, int listener, pid_t pid)
 {
-	_cleanup_free_ struct run *R = calloc(1, sizeof(*R));
+	_cleanup_free_ struct run *R = run_new(o);
 	_cleanup_close_ int root = -1;
 	struct seccomp_notif_sizes sizes;
 	char errbuf[512], p[64];
@@ -1657,7 +1658,6 @@ int sup_serve(struct sup_opts *o, int listener, pid_t pid)
 
 	if (!R)
 		return log_error_errno(-ENOMEM, "out of memory");
-	run_init(R, o);
 	R->external = true;
 	/* Our signals go to the loop from here on (those that came already are pending). */
 	R->sigfd = signals_to_loop();
