@@ -24,6 +24,7 @@
 #include "macros.h"
 #include "moat-config.h"
 #include "net.h"
+#include "oci.h"
 #include "policy.h"
 #include "proc-ops.h"
 #include "replay.h"
@@ -70,6 +71,7 @@ static const char run_usage[] =
 static const char main_usage[] =
 	"usage: moat run [OPTIONS] -- COMMAND [ARG...]\n"
 	"       moat serve --socket PATH [--max-sandboxes N] [--max-running N]\n"
+	"       moat agent --socket PATH [--policy FILE] [-v]\n"
 	"       moat syscalls [--arch x86_64|aarch64] [--json]\n"
 	"       moat policy check FILE\n"
 	"       moat policy show [--json] [RUN OPTIONS]\n"
@@ -614,6 +616,8 @@ int main(int argc, char **argv)
 		return cmd_run(argc - 1, argv + 1);
 	if (streq(argv[1], "serve"))
 		return serve_cli(argc - 1, argv + 1);
+	if (streq(argv[1], "agent"))
+		return oci_agent_main(argc - 1, argv + 1);
 	if (streq(argv[1], "syscalls"))
 		return cmd_syscalls(argc - 1, argv + 1);
 	if (streq(argv[1], "policy"))

@@ -1578,8 +1578,18 @@ void dispatch_one(struct sup_ctx *s, const struct seccomp_notif *req, struct tra
 		notify_reply(s->listener, req->id, 0, ENOSYS);
 		return;
 	}
+	/* A container's process runs its runtime's code until its program is exec'd: the
+	 * filter is installed before runc opens its exec fifo through /proc/self/fd, a host
+	 * file outside the container's root. Nothing of the container runs in it yet. */
+	if (atomic_load(&s->runtime_init) && c.e->id != SC_execve && c.e->id != SC_execveat) {
+		atomic_fetch_add(&s->n.continued, 1);
+		notify_continue(s->listener, req->id);
+		return;
+	}
 
 	handle(&c);
+	if (c.e->id == SC_execve || c.e->id == SC_execveat)
+		atomic_store(&s->runtime_init, false);
 	creds_self(); /* what follows is ours: the stack, the reply, the record */
 	proctrack_call(&c); /* ids and an exec's argv, read while the caller still waits */
 	stack_ns = capture_stack(&c, &stack);

@@ -74,6 +74,9 @@ struct sup_ctx {
 	atomic_uint denials_by_id[_SC_ID_MAX];
 	uint64_t start_mono_ns;
 	struct exectrace *exectrace;      /* exectrace.c: checks what an exec really ran */
+	/* sup_serve(): the runtime's own code (runc init) runs until the container's program
+	 * is exec'd; its calls before that are continued unexamined */
+	atomic_bool runtime_init;
 	/* test_hooks builds only: stretch the window before re-validation for these */
 	int test_delay_ms;
 	char test_delay_syscalls[128];

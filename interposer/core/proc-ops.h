@@ -15,6 +15,7 @@
 struct proc_map {
 	pid_t keeper;       /* host pid of the sandbox's init/keeper, 0 before launch */
 	bool namespaced;
+	bool keeper_included; /* the keeper is the sandbox's own first process (sup_serve()) */
 	struct vfs_proc_ops ops;
 };
 

@@ -89,7 +89,7 @@ static bool in_sandbox(const struct proc_map *m, pid_t host)
 	 * with the supervisor's environment and memory, and the supervisor opens /proc
 	 * files with its own privileges. Only its descendants are the sandbox. */
 	if (host == m->keeper)
-		return false;
+		return m->keeper_included;
 	for (int depth = 0; depth < 4096 && host > 1; depth++) {
 		host = read_ppid(host);
 		if (host == m->keeper)
@@ -184,6 +184,8 @@ static pid_t proc_to_host(void *ud, pid_t sandbox_pid)
 		return -ESRCH;
 	if (!m->namespaced)
 		return in_sandbox(m, sandbox_pid) ? sandbox_pid : -ESRCH;
+	if (m->keeper_included && read_nspid(m->keeper) == sandbox_pid)
+		return m->keeper;
 	/* processes first: the common case, and one status read per process */
 	r = find_nspid(m->keeper, sandbox_pid, 0, false);
 	return r > 0 ? r : find_nspid(m->keeper, sandbox_pid, 0, true);
@@ -208,6 +210,7 @@ const struct vfs_proc_ops *proc_map_init(struct proc_map *m)
 {
 	m->keeper = 0;
 	m->namespaced = false;
+	m->keeper_included = false;
 	m->ops = (struct vfs_proc_ops){
 		.userdata = m,
 		.to_host = proc_to_host,

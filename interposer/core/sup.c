@@ -247,6 +247,7 @@ struct run {
 	char *start_buf;
 	size_t start_len;
 	bool started;
+	bool external;                  /* sup_serve(): the process tree is not ours to reap */
 };
 
 static void stop(struct run *R, enum sup_reason reason, int sig);
@@ -686,6 +687,8 @@ static int loop(struct run *R)
 				on_sync(R);
 			else if (fd == R->sigfd)
 				on_signal(R);
+			else if (fd == R->pidfd && R->external)
+				R->keeper_done = true; /* not our child: its pidfd says it is gone */
 			else if (fd == R->pidfd)
 				reap(R);
 			else if (fd == R->o->start_fd && !R->started)
@@ -1340,6 +1343,44 @@ static int own_mount_ns(void)
 	return 0;
 }
 
+/* The signals that end a run, and SIGCHLD, reach the loop through the fd returned. */
+static int signals_to_loop(void)
+{
+	sigset_t mask;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGQUIT);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	return signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
+/* The run is over: the report and the stream's footer, then what they needed. */
+static void write_outputs(struct run *R, int status)
+{
+	if (R->o->report_path)
+		write_report(R, status);
+	if (R->ctx.audit) {
+		unsigned long lost;
+
+		audit_header(R); /* --start-fd: the command never came; still say what ran */
+		lost = proctrack_stop(R->ctx.proctrack);
+		if (lost)
+			log_warning("the kernel dropped process events %lu times: some fork or "
+				    "exit records are missing", lost);
+		audit_finish(R, status);
+	}
+	proctrack_free(R->ctx.proctrack);
+	R->ctx.proctrack = NULL;
+	free_changes(R);
+	out_close(&R->report_out);
+	out_close(&R->audit_out);
+}
+
 int sup_run(struct sup_opts *o)
 {
 	_cleanup_free_ struct run *R = run_new(o);
@@ -1347,7 +1388,6 @@ int sup_run(struct sup_opts *o)
 	struct seccomp_notif_sizes sizes;
 	int sv[2] = { -1, -1 }, r, status, one = 1;
 	char errbuf[512];
-	sigset_t mask;
 
 	if (!R)
 		return log_error_errno(-ENOMEM, "out of memory");
@@ -1475,15 +1515,7 @@ int sup_run(struct sup_opts *o)
 	R->syncfd = sv[0];
 	plan.sync_fd = sv[1];
 
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGCHLD);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	sigaddset(&mask, SIGQUIT);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	signal(SIGPIPE, SIG_IGN);
-	R->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	R->sigfd = signals_to_loop();
 
 	/* Before the sandbox exists: its path is never one the sandbox could have planted. */
 	if (o->events_spec && events_open(o->events_spec, &R->ctx.events) < 0) {
@@ -1598,27 +1630,134 @@ int sup_run(struct sup_opts *o)
 		log_notice("killed: the run exceeded its memory limit");
 	denial_summary(R);
 	run_events(R, status);
-	if (o->report_path)
-		write_report(R, status);
-	if (R->ctx.audit) {
-		unsigned long lost;
-
-		audit_header(R); /* --start-fd: the command never came; still say what ran */
-		lost = proctrack_stop(R->ctx.proctrack);
-		if (lost)
-			log_warning("the kernel dropped process events %lu times: some fork or "
-				    "exit records are missing", lost);
-		audit_finish(R, status);
-	}
-	proctrack_free(R->ctx.proctrack);
-	R->ctx.proctrack = NULL;
-	free_changes(R);
-	out_close(&R->report_out);
-	out_close(&R->audit_out);
+	write_outputs(R, status);
 	if (R->have_cg)
 		cg_destroy(&R->cg);
 	sup_net_free(&R->ctx); /* first: its waiters answer on the listener */
 	safe_close(R->ctx.listener);
 
+	return status;
+}
+
+/*
+ * A process tree that someone else started (an OCI runtime: runc or crun), with its
+ * seccomp listener handed over: serve it until its first process exits. Paths resolve
+ * in that process's root (/proc/<pid>/root: the container's mounts), so the vfs is built
+ * in namespaced mode and rebased there; sockets are acted on as the program made them,
+ * in its own network namespace (ctx.namespaced stays false for net.c). A signal to us
+ * (SIGTERM from a dying parent through PR_SET_PDEATHSIG included) kills that process
+ * before we go: the tree is never left running unsupervised.
+ */
+int sup_serve(struct sup_opts *o, int listener, pid_t pid)
+{
+	_cleanup_free_ struct run *R = run_new(o);
+	_cleanup_close_ int root = -1;
+	struct seccomp_notif_sizes sizes;
+	char errbuf[512], p[64];
+	int r, status;
+
+	if (!R)
+		return log_error_errno(-ENOMEM, "out of memory");
+	R->external = true;
+	/* Our signals go to the loop from here on (those that came already are pending). */
+	R->sigfd = signals_to_loop();
+	R->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	R->keeper = pid;
+	if (R->pidfd < 0 || R->sigfd < 0) {
+		(void)!close(listener);
+		SETUP_FAIL(R, "cannot watch process %d: %s", pid, strerror(errno));
+	}
+	if (open_outputs(R) < 0) {
+		signal_keeper(R, SIGKILL);
+		return fail_early(R);
+	}
+	R->ctx.namespaced = false;
+	R->ctx.arch = sc_native_arch();
+	R->ctx.verbose = o->verbose;
+	R->ctx.vfs = o->vfs;
+	R->ctx.net = o->net;
+	o->pm->namespaced = true;
+	o->pm->keeper = pid;
+	o->pm->keeper_included = true;
+	R->ctx.proc = &o->pm->ops;
+	R->ctx.init_host_pid = pid;
+	R->ctx.cmd_host_pid = pid;
+	atomic_store(&R->ctx.runtime_init, true);
+
+	/* The table was finalized on a copy of the container's mounts (runtime/agent.c):
+	 * from now on it walks the container's own. */
+	snprintf(p, sizeof(p), "/proc/%d/root", pid);
+	root = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	r = root < 0 ? -errno : 0;
+	if (r < 0)
+		snprintf(errbuf, sizeof(errbuf), "cannot open %s: %s", p, strerror(errno));
+	else if ((r = vfs_rebase(o->vfs, root)) < 0)
+		snprintf(errbuf, sizeof(errbuf), "cannot enter the container's root: %s",
+			 strerror(-r));
+	if (r >= 0 && check_outputs(R) < 0) {
+		signal_keeper(R, SIGKILL);
+		(void)!close(listener);
+		return fail_early(R); /* check_outputs() said why */
+	}
+	if (r < 0) {
+		/* Without a supervisor its notified calls would only fail: end it now. */
+		signal_keeper(R, SIGKILL);
+		(void)!close(listener);
+		SETUP_FAIL(R, "%s", errbuf);
+	}
+	if (notify_sizes(&sizes) < 0 || sizes.seccomp_notif < sizeof(struct seccomp_notif))
+		sizes.seccomp_notif = sizeof(struct seccomp_notif);
+	R->req_size = sizes.seccomp_notif;
+	if (o->audit_path)
+		R->ctx.proctrack = proctrack_open(&R->proctrack_why);
+	if (o->audit_path && audit_start(R) < 0) {
+		signal_keeper(R, SIGKILL);
+		(void)!close(listener);
+		return fail_early(R);
+	}
+	start_proctrack(R);
+	r = sup_confine(false);
+	if (r >= 0)
+		r = exectrace_start(&R->ctx);
+	if (r >= 0)
+		r = notifier_start(R);
+	if (r < 0) {
+		signal_keeper(R, SIGKILL);
+		(void)!close(listener);
+		exectrace_stop(&R->ctx);
+		SETUP_FAIL(R, "cannot start serving: %s", strerror(-r));
+	}
+	R->ctx.listener = listener;
+	R->sync_wake_up = notify_set_sync_wake_up(listener) >= 0;
+	for (unsigned i = 0; i < R->n_notifiers; i++)
+		sem_post(&R->listener_ready);
+
+	R->epfd = epoll_create1(EPOLL_CLOEXEC);
+	R->ctx.epfd = R->epfd;
+	ep_add(R->epfd, R->sigfd);
+	ep_add(R->epfd, R->pidfd);
+	start_timeout(R);
+	r = loop(R);
+	if (r < 0)
+		log_error("supervisor loop failed: %s", strerror(-r));
+
+	signal_keeper(R, SIGKILL);
+	raise_nofile();
+	kill_descendants(getpid());
+	notifier_stop(R);
+	exectrace_stop(&R->ctx);
+	R->t_end = now_mono_ns();
+	/* Still rebased: the root fd keeps the container's files reachable for hashing. */
+	getrusage(RUSAGE_CHILDREN, &R->ru);
+	if (o->report_path || R->ctx.audit)
+		collect_changes(R);
+	status = exit_status(R);
+	denial_summary(R);
+	write_outputs(R, status);
+	sup_net_free(&R->ctx);
+	safe_close(R->ctx.listener);
+	safe_close(R->pidfd);
+	safe_close(R->sigfd);
+	safe_close(R->epfd);
 	return status;
 }

@@ -47,6 +47,12 @@ const char *sup_reason_name(enum sup_reason r);
 void sup_probe_features(struct sup_features *f);
 
 int sup_run(struct sup_opts *o);
+/* Serve the seccomp listener of a process someone else started (an OCI runtime's
+ * container, pid its first process on the host), in its root and its network
+ * namespace, until that process exits; kill it if we are stopped first. o->vfs is
+ * finalized by the caller (namespaced mode) with the container's paths, and
+ * sup_net_prepare() done. Takes the listener. Returns what sup_run() would. */
+int sup_serve(struct sup_opts *o, int listener, pid_t pid);
 /* moat failed before sup_run() could (a policy it cannot use): write --report, if asked
  * for, with reason setup-failed and why. */
 void sup_report_failure(struct sup_opts *o, const char *why);
