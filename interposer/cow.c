@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * moat run --cow: what happens to the copy-on-write workspace's changes when the run
+ * ends (--commit, --discard, --export FILE), and `moat cow` for an upper layer kept
+ * across runs (--cow-dir, which moat serve uses). The overlay itself and the walk of its
+ * upper layer are the vfs's (vfs/cow.c); this file decides, writes the outputs and says
+ * what was done, on stderr and in the report.
+ *
+ * The outputs (the tar and its .sha256 list) are opened before the sandbox exists,
+ * through output.c, so that no name the sandbox could plant is ever followed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "cow.h"
+#include "log.h"
+#include "macros.h"
+#include "output.h"
+#include "vfs.h"
+
+int cow_prepare(struct sup_cow *c, struct vfs *v)
+{
+	char err[768], sums[PATH_MAX + 8];
+
+	c->export_out = (struct out_file)OUT_FILE_INIT;
+	c->sums_out = (struct out_file)OUT_FILE_INIT;
+	if (!c->max_file)
+		c->max_file = COW_DEFAULT_MAX_FILE;
+	if (c->export_path) {
+		if (out_open(&c->export_out, c->export_path, err, sizeof(err)) < 0 ||
+		    out_create(&c->export_out, err, sizeof(err)) < 0)
+			return log_error_errno(-EINVAL, "--export: %s", err);
+		snprintf(sums, sizeof(sums), "%s.sha256", c->export_path);
+		c->sums_path = strdup(sums);
+		if (!c->sums_path || out_open(&c->sums_out, c->sums_path, err, sizeof(err)) < 0)
+			return log_error_errno(-EINVAL, "--export: %s", err);
+	}
+	return vfs_set_cow(v, c->dir);
+}
+
+static json_t *entry_json(const struct vfs_cow_entry *e)
+{
+	json_t *j = json_pack("{s:s, s:s, s:i}", "path", e->path, "kind", vfs_cow_kind_name(e->kind),
+			      "mode", (int)(e->mode & 07777));
+
+	if (!j)
+		return NULL;
+	if (e->kind == VFS_COW_WRITE) {
+		json_object_set_new(j, "size", json_integer((json_int_t)e->size));
+		json_object_set_new(j, "sha256", json_string(e->sha256));
+		if (e->hardlink)
+			json_object_set_new(j, "hardlink_copied", json_true());
+	}
+	if (e->kind == VFS_COW_SYMLINK)
+		json_object_set_new(j, "target", json_string(e->target));
+	if (e->why)
+		json_object_set_new(j, "refused", json_string(e->why));
+	if (e->err)
+		json_object_set_new(j, "error", json_string(strerror(e->err)));
+	return j;
+}
+
+/* The set as JSON, and each refused entry said on stderr. */
+static json_t *set_json(const struct vfs_cow_set *s)
+{
+	json_t *arr = json_array();
+
+	for (size_t i = 0; arr && i < s->n; i++) {
+		const struct vfs_cow_entry *e = &s->e[i];
+
+		if (e->kind == VFS_COW_REFUSED)
+			log_warning("--cow: %s is %s: left out", e->path, e->why);
+		else if (e->hardlink)
+			log_notice("--cow: %s had other names in the sandbox: copied as a file of "
+				   "its own", e->path);
+		json_array_append_new(arr, entry_json(e));
+	}
+	return arr;
+}
+
+static int export_to(struct sup_cow *c, const struct vfs_cow_set *s, int upper)
+{
+	_cleanup_close_ int sfd = -1;
+	char tmp[] = "/tmp/moat-sums-XXXXXX";
+	_cleanup_free_ char *buf = NULL;
+	struct stat st;
+	int r, skipped;
+
+	if (ftruncate(c->export_out.fd, 0) < 0 || lseek(c->export_out.fd, 0, SEEK_SET) < 0)
+		return -errno;
+	skipped = vfs_cow_export(s, upper, c->export_out.fd);
+	if (skipped < 0)
+		return skipped;
+	if (skipped)
+		log_warning("--export: %d entries whose names start with .wh. were left out (the "
+			    "format reads such names as deletions)", skipped);
+	out_settle_stream(&c->export_out);
+	/* the list is small: gathered, then put in place whole */
+	sfd = mkostemp(tmp, O_CLOEXEC);
+	if (sfd < 0)
+		return -errno;
+	unlink(tmp);
+	if ((r = vfs_cow_write_sums(s, sfd)) < 0 || fstat(sfd, &st) < 0)
+		return r < 0 ? r : -errno;
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf || pread(sfd, buf, (size_t)st.st_size, 0) != st.st_size)
+		return -EIO;
+	return out_commit(&c->sums_out, buf, (size_t)st.st_size);
+}
+
+json_t *cow_finish(struct sup_cow *c, struct vfs *v)
+{
+	struct vfs_cow_set s = { 0 };
+	const char *host;
+	int lower, upper, r;
+	json_t *j = json_object();
+
+	if (!j)
+		return NULL;
+	if (vfs_cow_dirs(v, &lower, &upper, &host) < 0) {
+		json_object_set_new(j, "error", json_string("no overlay was mounted"));
+		return j;
+	}
+	json_object_set_new(j, "workspace", json_string(host));
+	r = vfs_cow_scan(upper, c->max_file, &s);
+	if (r < 0) {
+		log_error("--cow: cannot read the changes: %s", strerror(-r));
+		json_object_set_new(j, "error", json_string(strerror(-r)));
+		return j;
+	}
+	if (c->export_path) {
+		r = export_to(c, &s, upper);
+		if (r < 0)
+			log_error("--export %s: %s", c->export_path, strerror(-r));
+		else
+			json_object_set_new(j, "export", json_pack("{s:s, s:s}", "tar", c->export_path,
+								   "sha256", c->sums_path));
+	}
+	if (c->commit) {
+		int failed = vfs_cow_commit(&s, upper, lower);
+
+		if (failed)
+			log_error("--commit: %d of the changes could not be applied to %s (see the "
+				  "report)", failed, host);
+		json_object_set_new(j, "failed", json_integer(failed));
+	}
+	json_object_set_new(j, "action", json_string(c->commit ? "commit" : c->discard ? "discard"
+								    : c->dir     ? "keep"
+										 : "discard"));
+	json_object_set_new(j, "bytes", json_integer((json_int_t)s.bytes));
+	json_object_set_new(j, "changes", set_json(&s));
+	if (c->dir && (c->commit || c->discard))
+		vfs_cow_clear(upper);
+	vfs_cow_set_done(&s);
+	return j;
+}
+
+void cow_done(struct sup_cow *c)
+{
+	out_close(&c->export_out);
+	out_close(&c->sums_out);
+	free(c->sums_path);
+	c->sums_path = NULL;
+}
