@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -169,4 +170,141 @@ void cow_done(struct sup_cow *c)
 	out_close(&c->sums_out);
 	free(c->sums_path);
 	c->sums_path = NULL;
+}
+
+/* --- moat serve: one overlay per copy-on-write sandbox ------------------------------- */
+
+struct cow_mount {
+	char *ws, *upper, *work;
+	int lower_fd, upper_fd;
+	bool mounted;
+};
+
+static int overlay_on(struct cow_mount *m)
+{
+	char opts[3 * PATH_MAX];
+
+	if ((size_t)snprintf(opts, sizeof(opts),
+			     "lowerdir=/proc/self/fd/%d,upperdir=%s,workdir=%s,redirect_dir=off,"
+			     "index=off,metacopy=off,xino=off",
+			     m->lower_fd, m->upper, m->work) >= sizeof(opts))
+		return -ENAMETOOLONG;
+	if (mount("overlay", m->ws, "overlay", MS_NOSUID | MS_NODEV, opts) < 0)
+		return -errno;
+	m->mounted = true;
+	return 0;
+}
+
+static void overlay_off(struct cow_mount *m)
+{
+	if (m->mounted)
+		umount2(m->ws, MNT_DETACH);
+	m->mounted = false;
+}
+
+int cow_mount_new(const char *ws, const char *dir, struct cow_mount **ret)
+{
+	struct cow_mount *m = calloc(1, sizeof(*m));
+	struct stat st;
+	int r;
+
+	if (!m)
+		return -ENOMEM;
+	m->lower_fd = m->upper_fd = -1;
+	if (asprintf(&m->upper, "%s/upper", dir) < 0 || asprintf(&m->work, "%s/work", dir) < 0 ||
+	    !(m->ws = strdup(ws))) {
+		cow_mount_free(m);
+		return -ENOMEM;
+	}
+	if (strpbrk(m->upper, ",:\\")) {
+		cow_mount_free(m);
+		return -EINVAL;
+	}
+	/* Before the overlay: this fd is, and stays, the host directory itself. */
+	m->lower_fd = open(ws, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (m->lower_fd < 0 || fstat(m->lower_fd, &st) < 0 ||
+	    (mkdir(dir, 0700) < 0 && errno != EEXIST) || mkdir(m->upper, st.st_mode & 07777) < 0 ||
+	    mkdir(m->work, 0700) < 0 || chown(m->upper, st.st_uid, st.st_gid) < 0 ||
+	    chmod(m->upper, st.st_mode & 07777) < 0) {
+		r = -errno;
+		cow_mount_free(m);
+		return r;
+	}
+	m->upper_fd = open(m->upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (m->upper_fd < 0 || (r = overlay_on(m)) < 0) {
+		r = m->upper_fd < 0 ? -errno : r;
+		cow_mount_free(m);
+		return r;
+	}
+	*ret = m;
+	return 0;
+}
+
+struct cow_mount *cow_mount_free(struct cow_mount *m)
+{
+	if (!m)
+		return NULL;
+	overlay_off(m);
+	safe_close(m->lower_fd);
+	safe_close(m->upper_fd);
+	free(m->ws);
+	free(m->upper);
+	free(m->work);
+	free(m);
+	return NULL;
+}
+
+json_t *cow_mount_finish(struct cow_mount *m, bool commit, bool discard, int export_fd,
+			 char *err, size_t errlen)
+{
+	struct vfs_cow_set s = { 0 };
+	json_t *j;
+	int r;
+
+	err[0] = '\0';
+	if (discard) {
+		overlay_off(m);
+		vfs_cow_clear(m->upper_fd);
+		if ((r = overlay_on(m)) < 0) {
+			snprintf(err, errlen, "cannot mount the workspace again: %s", strerror(-r));
+			return NULL;
+		}
+		return json_object();
+	}
+	r = vfs_cow_scan(m->upper_fd, COW_DEFAULT_MAX_FILE, &s);
+	if (r < 0) {
+		snprintf(err, errlen, "cannot read the changes: %s", strerror(-r));
+		return NULL;
+	}
+	j = json_pack("{s:I, s:o}", "bytes", (json_int_t)s.bytes, "changes", set_json(&s));
+	if (export_fd >= 0 && (r = vfs_cow_export(&s, m->upper_fd, export_fd)) < 0)
+		snprintf(err, errlen, "cannot write the tar: %s", strerror(-r));
+	if (commit) {
+		/* The host directory changes only with no overlay over it, and the next
+		 * overlay starts from what it then holds. */
+		overlay_off(m);
+		json_object_set_new(j, "failed", json_integer(vfs_cow_commit(&s, m->upper_fd,
+									    m->lower_fd)));
+		json_object_set_new(j, "changes", set_json(&s));
+		vfs_cow_clear(m->upper_fd);
+		if ((r = overlay_on(m)) < 0)
+			snprintf(err, errlen, "cannot mount the workspace again: %s", strerror(-r));
+	}
+	vfs_cow_set_done(&s);
+	if (err[0]) {
+		json_decref(j);
+		return NULL;
+	}
+	return j;
+}
+
+int cow_mount_sums(struct cow_mount *m, int out_fd)
+{
+	struct vfs_cow_set s = { 0 };
+	int r = vfs_cow_scan(m->upper_fd, COW_DEFAULT_MAX_FILE, &s);
+
+	if (r >= 0)
+		r = vfs_cow_write_sums(&s, out_fd);
+	vfs_cow_set_done(&s);
+	return r;
 }

@@ -35,3 +35,20 @@ int cow_prepare(struct sup_cow *c, struct vfs *v);
 /* Export, commit or drop; the report's "cow" object (NULL when out of memory). */
 json_t *cow_finish(struct sup_cow *c, struct vfs *v);
 void cow_done(struct sup_cow *c);
+
+/*
+ * moat serve: a copy-on-write sandbox's overlay, mounted on its workspace's own path in
+ * the server's mount namespace (which its `moat run` children start in, so every exec
+ * and every put/get sees it), its upper and work dirs in dir.
+ */
+struct cow_mount;
+int cow_mount_new(const char *ws, const char *dir, struct cow_mount **ret);
+struct cow_mount *cow_mount_free(struct cow_mount *m);    /* unmounts; accepts NULL */
+/* The change set ({"bytes", "changes"}): written as a tar to export_fd (>= 0), applied
+ * to the workspace (commit, then "failed" counts what could not be) or dropped
+ * (discard, {}); after either the overlay starts again empty. NULL with err set on
+ * failure. */
+json_t *cow_mount_finish(struct cow_mount *m, bool commit, bool discard, int export_fd,
+			 char *err, size_t errlen);
+/* The change set's sha256 list (sha256sum's format) to out_fd. */
+int cow_mount_sums(struct cow_mount *m, int out_fd);
