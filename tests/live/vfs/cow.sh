@@ -9,7 +9,7 @@
 # written through.
 . "$MOAT_SRC/tests/lib/tap.sh"
 MODES="namespaced unnamespaced"
-plan 17
+plan 19
 
 [ "$(id -u)" -eq 0 ] || skip_all "--cow mounts an overlay: needs root"
 grep -qw overlay /proc/filesystems || modprobe overlay 2>/dev/null
@@ -89,5 +89,14 @@ for m in $MODES; do
 		"$(diff in.txt applied.txt; cat err.txt)"
 	ok $( (cd copy && sha256sum --quiet -c "$TMP/e-$m.tar.sha256") >/dev/null 2>&1 && echo 0 || echo 1) \
 		"--export: FILE.sha256 checks against the applied tree [$m]"
+done
+# The layer is on the --disk tmpfs: the quota covers what the sandbox writes there.
+for m in $MODES; do
+	mk_tree ws
+	( cd ws && "$MOAT" run -q --mode "$m" --cow --disk 16M --discard -- sh -c \
+		'dd if=/dev/zero of=big bs=1M count=32 2>&1; true' ) > dd.txt 2>&1
+	ok $(grep -q "No space left" dd.txt && [ ! -e ws/big ] && echo 0 || echo 1) \
+		"--cow --disk 16M: writing 32 MiB to the workspace fails with ENOSPC, the host gets nothing [$m]" \
+		"$(cat dd.txt)"
 done
 ok $([ "$(overlays)" -eq 0 ] && echo 0 || echo 1) "no overlay is left in the host's mount table"
