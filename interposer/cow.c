@@ -87,34 +87,42 @@ static json_t *set_json(const struct vfs_cow_set *s)
 	return arr;
 }
 
-static int export_to(struct sup_cow *c, const struct vfs_cow_set *s, int upper)
+/* The change set's sha256 list, gathered (it is small) and put in place whole. */
+static int commit_sums(struct out_file *of, const struct vfs_cow_set *s)
 {
-	_cleanup_close_ int sfd = -1;
 	char tmp[] = "/tmp/moat-sums-XXXXXX";
+	_cleanup_close_ int fd = mkostemp(tmp, O_CLOEXEC);
 	_cleanup_free_ char *buf = NULL;
 	struct stat st;
-	int r, skipped;
+	int r;
 
-	if (ftruncate(c->export_out.fd, 0) < 0 || lseek(c->export_out.fd, 0, SEEK_SET) < 0)
+	if (fd < 0)
 		return -errno;
-	skipped = vfs_cow_export(s, upper, c->export_out.fd);
+	unlink(tmp);
+	if ((r = vfs_cow_write_sums(s, fd)) < 0 || fstat(fd, &st) < 0)
+		return r < 0 ? r : -errno;
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf || pread(fd, buf, (size_t)st.st_size, 0) != st.st_size)
+		return -EIO;
+	return out_commit(of, buf, (size_t)st.st_size);
+}
+
+/* The tar (a stream created before the sandbox could plant anything) and its list. */
+static int export_to(struct out_file *tar, struct out_file *sums, const struct vfs_cow_set *s,
+		     int upper)
+{
+	int skipped;
+
+	if (ftruncate(tar->fd, 0) < 0 || lseek(tar->fd, 0, SEEK_SET) < 0)
+		return -errno;
+	skipped = vfs_cow_export(s, upper, tar->fd);
 	if (skipped < 0)
 		return skipped;
 	if (skipped)
-		log_warning("--export: %d entries whose names start with .wh. were left out (the "
+		log_warning("export: %d entries whose names start with .wh. were left out (the "
 			    "format reads such names as deletions)", skipped);
-	out_settle_stream(&c->export_out);
-	/* the list is small: gathered, then put in place whole */
-	sfd = mkostemp(tmp, O_CLOEXEC);
-	if (sfd < 0)
-		return -errno;
-	unlink(tmp);
-	if ((r = vfs_cow_write_sums(s, sfd)) < 0 || fstat(sfd, &st) < 0)
-		return r < 0 ? r : -errno;
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf || pread(sfd, buf, (size_t)st.st_size, 0) != st.st_size)
-		return -EIO;
-	return out_commit(&c->sums_out, buf, (size_t)st.st_size);
+	out_settle_stream(tar);
+	return commit_sums(sums, s);
 }
 
 json_t *cow_finish(struct sup_cow *c, struct vfs *v)
@@ -138,7 +146,7 @@ json_t *cow_finish(struct sup_cow *c, struct vfs *v)
 		return j;
 	}
 	if (c->export_path) {
-		r = export_to(c, &s, upper);
+		r = export_to(&c->export_out, &c->sums_out, &s, upper);
 		if (r < 0)
 			log_error("--export %s: %s", c->export_path, strerror(-r));
 		else
@@ -182,17 +190,10 @@ struct cow_mount {
 
 static int overlay_on(struct cow_mount *m)
 {
-	char opts[3 * PATH_MAX];
+	int r = vfs_cow_mount_overlay(m->ws, m->lower_fd, m->upper, m->work);
 
-	if ((size_t)snprintf(opts, sizeof(opts),
-			     "lowerdir=/proc/self/fd/%d,upperdir=%s,workdir=%s,redirect_dir=off,"
-			     "index=off,metacopy=off,xino=off",
-			     m->lower_fd, m->upper, m->work) >= sizeof(opts))
-		return -ENAMETOOLONG;
-	if (mount("overlay", m->ws, "overlay", MS_NOSUID | MS_NODEV, opts) < 0)
-		return -errno;
-	m->mounted = true;
-	return 0;
+	m->mounted = r == 0;
+	return r;
 }
 
 static void overlay_off(struct cow_mount *m)
@@ -215,10 +216,6 @@ int cow_mount_new(const char *ws, const char *dir, struct cow_mount **ret)
 	    !(m->ws = strdup(ws))) {
 		cow_mount_free(m);
 		return -ENOMEM;
-	}
-	if (strpbrk(m->upper, ",:\\")) {
-		cow_mount_free(m);
-		return -EINVAL;
 	}
 	/* Before the overlay: this fd is, and stays, the host directory itself. */
 	m->lower_fd = open(ws, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -254,8 +251,8 @@ struct cow_mount *cow_mount_free(struct cow_mount *m)
 	return NULL;
 }
 
-json_t *cow_mount_finish(struct cow_mount *m, bool commit, bool discard, int export_fd,
-			 char *err, size_t errlen)
+json_t *cow_mount_finish(struct cow_mount *m, bool commit, bool discard, struct out_file *tar,
+			 struct out_file *sums, char *err, size_t errlen)
 {
 	struct vfs_cow_set s = { 0 };
 	json_t *j;
@@ -277,7 +274,7 @@ json_t *cow_mount_finish(struct cow_mount *m, bool commit, bool discard, int exp
 		return NULL;
 	}
 	j = json_pack("{s:I, s:o}", "bytes", (json_int_t)s.bytes, "changes", set_json(&s));
-	if (export_fd >= 0 && (r = vfs_cow_export(&s, m->upper_fd, export_fd)) < 0)
+	if (tar && (r = export_to(tar, sums, &s, m->upper_fd)) < 0)
 		snprintf(err, errlen, "cannot write the tar: %s", strerror(-r));
 	if (commit) {
 		/* The host directory changes only with no overlay over it, and the next
@@ -296,15 +293,4 @@ json_t *cow_mount_finish(struct cow_mount *m, bool commit, bool discard, int exp
 		return NULL;
 	}
 	return j;
-}
-
-int cow_mount_sums(struct cow_mount *m, int out_fd)
-{
-	struct vfs_cow_set s = { 0 };
-	int r = vfs_cow_scan(m->upper_fd, COW_DEFAULT_MAX_FILE, &s);
-
-	if (r >= 0)
-		r = vfs_cow_write_sums(&s, out_fd);
-	vfs_cow_set_done(&s);
-	return r;
 }

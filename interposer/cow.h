@@ -44,11 +44,10 @@ void cow_done(struct sup_cow *c);
 struct cow_mount;
 int cow_mount_new(const char *ws, const char *dir, struct cow_mount **ret);
 struct cow_mount *cow_mount_free(struct cow_mount *m);    /* unmounts; accepts NULL */
-/* The change set ({"bytes", "changes"}): written as a tar to export_fd (>= 0), applied
+/* The change set ({"bytes", "changes"}): written as a tar to tar (a stream of
+ * out_create()) with its sha256 list in sums (when tar is not NULL), applied
  * to the workspace (commit, then "failed" counts what could not be) or dropped
  * (discard, {}); after either the overlay starts again empty. NULL with err set on
  * failure. */
-json_t *cow_mount_finish(struct cow_mount *m, bool commit, bool discard, int export_fd,
-			 char *err, size_t errlen);
-/* The change set's sha256 list (sha256sum's format) to out_fd. */
-int cow_mount_sums(struct cow_mount *m, int out_fd);
+json_t *cow_mount_finish(struct cow_mount *m, bool commit, bool discard, struct out_file *tar,
+			 struct out_file *sums, char *err, size_t errlen);

@@ -529,27 +529,10 @@ static void op_cow(struct server *S, struct client *c, json_t *id, json_t *req, 
 			out_close(&sums);
 			return send_error(S, c, id, "io", "export: %s", err);
 		}
-		sums.fd = -1;
 	}
-	j = cow_mount_finish(sb->cow, streq(op, "commit"), streq(op, "discard"), tar.fd, err,
-			     sizeof(err));
+	j = cow_mount_finish(sb->cow, streq(op, "commit"), streq(op, "discard"),
+			     tar.fd >= 0 ? &tar : NULL, &sums, err, sizeof(err));
 	if (j && tar.fd >= 0) {
-		/* the list beside the tar, put in place whole */
-		char tmp[] = "/tmp/moat-sums-XXXXXX";
-		int fd = mkostemp(tmp, O_CLOEXEC);
-		struct stat st;
-		char *buf = NULL;
-
-		if (fd >= 0) {
-			unlink(tmp);
-			if (cow_mount_sums(sb->cow, fd) >= 0 && fstat(fd, &st) == 0 &&
-			    (buf = malloc((size_t)st.st_size + 1)) &&
-			    pread(fd, buf, (size_t)st.st_size, 0) == st.st_size)
-				out_commit(&sums, buf, (size_t)st.st_size);
-			free(buf);
-			close(fd);
-		}
-		out_settle_stream(&tar);
 		json_object_set_new(j, "tar", json_string(path));
 		json_object_set_new(j, "sha256", json_string(spath));
 	}

@@ -87,10 +87,28 @@ static int mkdir_p0700(const char *p)
 	return 0;
 }
 
+_public_ int vfs_cow_mount_overlay(const char *target, int lower_fd, const char *upper,
+                                   const char *work)
+{
+	char opts[3 * PATH_MAX];
+
+	/* The lower layer by fd: a path with ',' or ':' would split the options. Plain
+	 * layers only (no redirects, metacopy or index), so that the upper holds whole
+	 * files, whiteouts and opaque directories, and nothing else. */
+	if (strpbrk(upper, ",:\\") || strpbrk(work, ",:\\"))
+		return -EINVAL;
+	if ((size_t)snprintf(opts, sizeof(opts),
+	                     "lowerdir=/proc/self/fd/%d,upperdir=%s,workdir=%s,redirect_dir=off,"
+	                     "index=off,metacopy=off,xino=off",
+	                     lower_fd, upper, work) >= sizeof(opts))
+		return -ENAMETOOLONG;
+	return RET_NERRNO(mount("overlay", target, "overlay", MS_NOSUID | MS_NODEV, opts));
+}
+
 int vfs__cow_mount(struct vfs *v, char *errbuf, size_t errlen)
 {
 	struct vfs__rule *ws = workspace_rule(v);
-	char base[PATH_MAX], upper[PATH_MAX + 8], work[PATH_MAX + 8], opts[3 * PATH_MAX];
+	char base[PATH_MAX], upper[PATH_MAX + 8], work[PATH_MAX + 8];
 	struct stat st;
 	int r;
 
@@ -131,21 +149,11 @@ int vfs__cow_mount(struct vfs *v, char *errbuf, size_t errlen)
 		snprintf(errbuf, errlen, "--cow: %s: %s", upper, strerror(errno));
 		return -errno;
 	}
-	/* The lower layer by fd: a path with ',' or ':' would split the options. Plain
-	 * layers only (no redirects, metacopy or index), so that the upper holds whole
-	 * files, whiteouts and opaque directories, and nothing else. */
-	if ((size_t)snprintf(opts, sizeof(opts),
-	                     "lowerdir=/proc/self/fd/%d,upperdir=%s,workdir=%s,redirect_dir=off,"
-	                     "index=off,metacopy=off,xino=off",
-	                     v->cow_lower_fd, upper, work) >= sizeof(opts) ||
-	    strpbrk(upper, ",:\\")) {
-		snprintf(errbuf, errlen, "--cow: the private directory's path %s is unusable", base);
-		return -ENAMETOOLONG;
-	}
-	if (mount("overlay", ws->host, "overlay", MS_NOSUID | MS_NODEV, opts) < 0) {
+	r = vfs_cow_mount_overlay(ws->host, v->cow_lower_fd, upper, work);
+	if (r < 0) {
 		snprintf(errbuf, errlen, "--cow: cannot mount an overlay on %s: %s", ws->host,
-		         strerror(errno));
-		return -errno;
+		         strerror(-r));
+		return r;
 	}
 	v->cow_mounted = strdup(ws->host);
 	if (!v->cow_mounted)

@@ -126,6 +126,9 @@ bool vfs_disk_usage(const struct vfs *v, uint64_t *ret_used, uint64_t *ret_size)
  * the supervisor or the sandbox takes is. vfs_free() unmounts it.
  */
 int vfs_set_cow(struct vfs *v, const char *upper_dir);
+/* Mount that overlay on target (the same options; for moat serve's own). -errno. */
+int vfs_cow_mount_overlay(const char *target, int lower_fd, const char *upper,
+                          const char *work);
 /* The workspace's host path (see above), or NULL when there is none. */
 const char *vfs_workspace_host(const struct vfs *v);
 /* After vfs_finalize() with cow: an fd of the host directory under the overlay, of the
