@@ -147,6 +147,7 @@ json_t *cow_finish(struct sup_cow *c, struct vfs *v)
 	}
 	if (c->export_path) {
 		r = export_to(&c->export_out, &c->sums_out, &s, upper);
+		c->exported = r >= 0;
 		if (r < 0)
 			log_error("--export %s: %s", c->export_path, strerror(-r));
 		else
@@ -174,6 +175,9 @@ json_t *cow_finish(struct sup_cow *c, struct vfs *v)
 
 void cow_done(struct sup_cow *c)
 {
+	/* a run that never got to its end leaves no empty tar behind */
+	if (c->export_out.fd >= 0 && !c->exported)
+		out_discard(&c->export_out);
 	out_close(&c->export_out);
 	out_close(&c->sums_out);
 	free(c->sums_path);

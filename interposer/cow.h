@@ -28,6 +28,7 @@ struct sup_cow {
 	uint64_t max_file;        /* 0: COW_DEFAULT_MAX_FILE */
 	/* private */
 	char *sums_path;
+	bool exported;
 	struct out_file export_out, sums_out;
 };
 
