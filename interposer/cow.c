@@ -59,6 +59,8 @@ static json_t *entry_json(const struct vfs_cow_entry *e)
 		json_object_set_new(j, "sha256", json_string(e->sha256));
 		if (e->hardlink)
 			json_object_set_new(j, "hardlink_copied", json_true());
+		if (e->setid_dropped)
+			json_object_set_new(j, "setid_dropped", json_true());
 	}
 	if (e->kind == VFS_COW_SYMLINK)
 		json_object_set_new(j, "target", json_string(e->target));
@@ -82,6 +84,9 @@ static json_t *set_json(const struct vfs_cow_set *s)
 		else if (e->hardlink)
 			log_notice("--cow: %s had other names in the sandbox: copied as a file of "
 				   "its own", e->path);
+		if (e->setid_dropped)
+			log_notice("--cow: %s was set-uid or set-gid in the sandbox: the bits are "
+				   "dropped", e->path);
 		json_array_append_new(arr, entry_json(e));
 	}
 	return arr;

@@ -363,6 +363,10 @@ static int scan_one(int dfd, const char *rel, const char *name, unsigned depth,
 
 		e.size = (uint64_t)st.st_size;
 		e.hardlink = st.st_nlink > 1;
+		/* A set-id file of the sandbox's would run with its owner's ids on the host,
+		 * for whoever runs it there: the bits are not carried over. */
+		e.setid_dropped = (st.st_mode & (S_ISUID | S_ISGID)) != 0;
+		e.mode &= ~(mode_t)(S_ISUID | S_ISGID);
 		if ((uint64_t)st.st_size > max_file) {
 			e.kind = VFS_COW_REFUSED;
 			e.why = "larger than the limit for one file";

@@ -155,6 +155,7 @@ struct vfs_cow_entry {
 	char sha256[65];          /* WRITE: of the content, hex */
 	char *target;             /* SYMLINK */
 	bool hardlink;            /* WRITE: the upper file had other names (copied alone) */
+	bool setid_dropped;       /* WRITE: it was set-uid or set-gid; mode has neither bit */
 	const char *why;          /* REFUSED: a device node, a FIFO, larger than the limit... */
 	int err;                  /* after vfs_cow_commit(): the errno of this entry, or 0 */
 };

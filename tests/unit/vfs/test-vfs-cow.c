@@ -173,6 +173,13 @@ static void test_scan_hostile(void **state)
 	assert_int_equal(find(&s, "huge")->kind, VFS_COW_REFUSED);
 	assert_int_equal(find(&s, "a")->kind, VFS_COW_WRITE);
 	assert_true(find(&s, "a")->hardlink);
+	/* a set-uid file is committed without the bit */
+	put("upper/suid", "#!/bin/sh\n");
+	snprintf(p, sizeof(p), "%s/upper/suid", T);
+	assert_int_equal(chmod(p, 04755), 0);
+	vfs_cow_set_done(&s);
+	assert_int_equal(vfs_cow_scan(upper_fd, 1 << 20, &s), 0);
+	assert_true(find(&s, "suid")->setid_dropped);
 	if (geteuid() == 0) {
 		snprintf(p, sizeof(p), "%s/upper/null", T);
 		assert_int_equal(mknod(p, S_IFCHR | 0666, makedev(1, 3)), 0);
@@ -187,6 +194,13 @@ static void test_scan_hostile(void **state)
 	assert_false(exists("lower/huge"));
 	assert_false(exists("lower/null"));
 	assert_string_equal(get("lower/b"), "a");
+	{
+		struct stat st;
+
+		snprintf(p, sizeof(p), "%s/lower/suid", T);
+		assert_int_equal(stat(p, &st), 0);
+		assert_int_equal(st.st_mode & 07777, 0755);
+	}
 	vfs_cow_set_done(&s);
 }
 
