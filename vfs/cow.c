@@ -741,8 +741,9 @@ static int raw_header(int fd, const char *name, char type, uint64_t size, mode_t
 	memset(&h, 0, sizeof(h));
 	memcpy(h.name, name, strnlen(name, sizeof(h.name)));
 	octal(h.mode, sizeof(h.mode), mode & 07777);
-	octal(h.uid, sizeof(h.uid), e ? e->uid : 0);
-	octal(h.gid, sizeof(h.gid), e ? e->gid : 0);
+	/* an id past 7 octal digits is in the pax header; 0 here */
+	octal(h.uid, sizeof(h.uid), e && e->uid <= 07777777 ? e->uid : 0);
+	octal(h.gid, sizeof(h.gid), e && e->gid <= 07777777 ? e->gid : 0);
 	octal(h.size, sizeof(h.size), size);
 	octal(h.mtime, sizeof(h.mtime), e && e->mtime.tv_sec > 0 ? (uint64_t)e->mtime.tv_sec : 0);
 	h.typeflag = type;
@@ -777,18 +778,31 @@ static int tar_entry(int fd, const char *name, char type, uint64_t size,
 	mode_t mode = e ? e->mode : 0644;
 	int r;
 
-	/* Names and link targets that ustar cannot hold go in a pax header first. */
-	if (strlen(name) >= 100 || (link && strlen(link) >= 100)) {
-		char pax[2 * PATH_MAX + 64];
+	/* Names, link targets and ids that ustar cannot hold go in a pax header first. */
+	bool long_name = strlen(name) >= 100, long_link = link && strlen(link) >= 100;
+	bool big_ids = e && (e->uid > 07777777 || e->gid > 07777777);
+
+	if (long_name || long_link || big_ids) {
+		char pax[2 * PATH_MAX + 128], num[24];
 		int n = 0, k;
 
-		if (strlen(name) >= 100) {
+		if (long_name) {
 			if ((k = pax_record(pax, sizeof(pax), "path", name)) < 0)
 				return k;
 			n += k;
 		}
-		if (link && strlen(link) >= 100) {
+		if (long_link) {
 			if ((k = pax_record(pax + n, sizeof(pax) - (size_t)n, "linkpath", link)) < 0)
+				return k;
+			n += k;
+		}
+		if (big_ids) {
+			snprintf(num, sizeof(num), "%u", (unsigned)e->uid);
+			if ((k = pax_record(pax + n, sizeof(pax) - (size_t)n, "uid", num)) < 0)
+				return k;
+			n += k;
+			snprintf(num, sizeof(num), "%u", (unsigned)e->gid);
+			if ((k = pax_record(pax + n, sizeof(pax) - (size_t)n, "gid", num)) < 0)
 				return k;
 			n += k;
 		}
