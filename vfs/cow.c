@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -132,6 +133,15 @@ int vfs__cow_mount(struct vfs *v, char *errbuf, size_t errlen)
 		snprintf(base, sizeof(base), "%s", v->cow_dir);
 	else
 		snprintf(base, sizeof(base), "%s/cow", v->private_dir);
+	/* Two overlays on one upper layer at once are undefined: one run at a time. */
+	if (v->cow_dir && ((r = mkdir_p0700(base)) < 0 ||
+	                   (v->cow_lock = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+	                   flock(v->cow_lock, LOCK_EX | LOCK_NB) < 0)) {
+		r = r < 0 ? r : -errno;
+		snprintf(errbuf, errlen, "--cow-dir %s: %s", base,
+		         r == -EWOULDBLOCK ? "another run is using it" : strerror(-r));
+		return r;
+	}
 	snprintf(upper, sizeof(upper), "%s/upper", base);
 	snprintf(work, sizeof(work), "%s/work", base);
 	if ((r = mkdir_p0700(base)) < 0 || (r = mkdir_p0700(upper)) < 0 ||
@@ -169,6 +179,7 @@ void vfs__cow_done(struct vfs *v)
 	free(v->cow_dir);
 	safe_close(v->cow_lower_fd);
 	safe_close(v->cow_upper_fd);
+	safe_close(v->cow_lock);
 }
 
 _public_ int vfs_cow_dirs(const struct vfs *v, int *ret_lower, int *ret_upper,

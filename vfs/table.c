@@ -518,7 +518,7 @@ _public_ int vfs_new(const struct vfs_proc_ops *proc, struct vfs **ret)
 	v->root_fd = -1;
 	v->host_root_fd = -1;
 	v->private_lock = v->skeleton_lock = -1;
-	v->cow_lower_fd = v->cow_upper_fd = -1;
+	v->cow_lower_fd = v->cow_upper_fd = v->cow_lock = -1;
 	v->proc_self_fd = -1;
 	pthread_mutex_init(&v->lock, NULL);
 	if (proc) {

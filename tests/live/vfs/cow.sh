@@ -9,7 +9,7 @@
 # written through.
 . "$MOAT_SRC/tests/lib/tap.sh"
 MODES="namespaced unnamespaced"
-plan 19
+plan 21
 
 [ "$(id -u)" -eq 0 ] || skip_all "--cow mounts an overlay: needs root"
 grep -qw overlay /proc/filesystems || modprobe overlay 2>/dev/null
@@ -99,4 +99,19 @@ for m in $MODES; do
 		"--cow --disk 16M: writing 32 MiB to the workspace fails with ENOSPC, the host gets nothing [$m]" \
 		"$(cat dd.txt)"
 done
+# --cow-dir keeps the layer from one run to the next, for one run at a time.
+mk_tree ws; mkdir -p cd
+( cd ws && "$MOAT" run -q --cow --cow-dir "$TMP/cd" -- sh -c 'echo kept > kept.txt' &&
+  "$MOAT" run -q --cow --cow-dir "$TMP/cd" --commit -- cat kept.txt ) > kept.out 2>&1
+ok $([ "$(cat kept.out)" = kept ] && [ "$(cat ws/kept.txt 2>/dev/null)" = kept ] &&
+	[ -z "$(ls -A cd/upper)" ] && echo 0 || echo 1) \
+	"--cow-dir: the layer is kept for the next run, and emptied by its commit" "$(cat kept.out)"
+( cd ws && "$MOAT" run -q --cow --cow-dir "$TMP/cd" -- sleep 3 ) &
+track_pid $!
+sleep 1
+( cd ws && "$MOAT" run -q --cow --cow-dir "$TMP/cd" -- true ) 2> busy.txt
+st=$?
+ok $([ $st -eq 125 ] && grep -q "another run" busy.txt && echo 0 || echo 1) \
+	"--cow-dir: a second run on the same layer at once is refused" "status $st; $(cat busy.txt)"
+wait
 ok $([ "$(overlays)" -eq 0 ] && echo 0 || echo 1) "no overlay is left in the host's mount table"
