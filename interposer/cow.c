@@ -160,7 +160,11 @@ json_t *cow_finish(struct sup_cow *c, struct vfs *v)
 								   "sha256", c->sums_path));
 	}
 	if (c->commit) {
-		int failed = vfs_cow_commit(&s, upper, lower);
+		int failed;
+
+		/* the host directory changes only with no overlay over it */
+		vfs_cow_unmount(v);
+		failed = vfs_cow_commit(&s, upper, lower);
 
 		if (failed)
 			log_error("--commit: %d of the changes could not be applied to %s (see the "

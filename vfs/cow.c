@@ -171,10 +171,16 @@ int vfs__cow_mount(struct vfs *v, char *errbuf, size_t errlen)
 	return 0;
 }
 
+_public_ void vfs_cow_unmount(struct vfs *v)
+{
+	if (v->cow_mounted && !v->cow_down)
+		umount2(v->cow_mounted, MNT_DETACH);
+	v->cow_down = true;
+}
+
 void vfs__cow_done(struct vfs *v)
 {
-	if (v->cow_mounted)
-		umount2(v->cow_mounted, MNT_DETACH);
+	vfs_cow_unmount(v);
 	free(v->cow_mounted);
 	free(v->cow_dir);
 	safe_close(v->cow_lower_fd);

@@ -113,6 +113,7 @@ struct vfs {
 	char *cow_mounted;         /* the host path the overlay is mounted on, or NULL */
 	int cow_lower_fd, cow_upper_fd; /* the host workspace under the overlay; the upper */
 	int cow_lock;              /* flock()ed fd of cow_dir: one run at a time uses it */
+	bool cow_down;             /* vfs_cow_unmount(): cow_mounted is the path it was on */
 
 	pthread_mutex_t lock;      /* guards changes and own */
 	struct vfs__change *changes;

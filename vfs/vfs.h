@@ -134,6 +134,9 @@ const char *vfs_workspace_host(const struct vfs *v);
 /* After vfs_finalize() with cow: an fd of the host directory under the overlay, of the
  * upper layer (both the vfs's), and the workspace's host path. -ENOENT without cow. */
 int vfs_cow_dirs(const struct vfs *v, int *ret_lower, int *ret_upper, const char **ret_host);
+/* Take the overlay down (once nothing of the sandbox is left), so that the host
+ * directory is written with no overlay over it; the fds above stay valid. */
+void vfs_cow_unmount(struct vfs *v);
 
 /* What an upper layer holds, in walk order (a directory before what is in it). */
 enum vfs_cow_kind {
