@@ -321,8 +321,12 @@ static void test_export_format(void **state)
 	longname[150] = '\0';
 	snprintf(p, sizeof(p), "upper/d/%s", longname);
 	put(p, "L");
-	if (wh)
+	if (wh) {
 		assert_true(whiteout("upper/d/old"));
+		/* an id past ustar's 7 octal digits goes in a pax record */
+		snprintf(p, sizeof(p), "%s/upper/f", T);
+		assert_int_equal(chown(p, 3000000, 3000001), 0);
+	}
 	put("upper/.wh.sneaky", "not a deletion");
 	assert_int_equal(vfs_cow_scan(upper_fd, 1 << 20, &s), 0);
 	snprintf(p, sizeof(p), "%s/out.tar", T);
@@ -350,8 +354,14 @@ static void test_export_format(void **state)
 
 			memcpy(rec, h + 512, size < sizeof(rec) - 1 ? size : sizeof(rec) - 1);
 			rec[size < sizeof(rec) - 1 ? size : sizeof(rec) - 1] = '\0';
-			assert_non_null(strstr(rec, longname));
-			snprintf(names[n++], 256, "pax");
+			if (strstr(rec, " uid=")) {
+				assert_non_null(strstr(rec, " uid=3000000\n"));
+				assert_non_null(strstr(rec, " gid=3000001\n"));
+				snprintf(names[n++], 256, "pax-ids");
+			} else {
+				assert_non_null(strstr(rec, longname));
+				snprintf(names[n++], 256, "pax");
+			}
 		} else {
 			snprintf(names[n++], 256, "%.100s", (char *)h);
 		}
@@ -366,8 +376,9 @@ static void test_export_format(void **state)
 	assert_int_equal(strncmp(names[2], "d/lll", 5), 0);
 	if (wh) {
 		assert_string_equal(names[3], "d/.wh.old");
-		assert_string_equal(names[4], "f");
-		assert_int_equal(n, 5);
+		assert_string_equal(names[4], "pax-ids");
+		assert_string_equal(names[5], "f");
+		assert_int_equal(n, 6);
 	} else {
 		assert_string_equal(names[3], "f");
 		assert_int_equal(n, 4);
