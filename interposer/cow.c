@@ -197,6 +197,7 @@ void cow_done(struct sup_cow *c)
 
 struct cow_mount {
 	char *ws, *upper, *work;
+	char *quota;                    /* the tmpfs of the disk quota under both, or NULL */
 	int lower_fd, upper_fd;
 	bool mounted;
 };
@@ -216,7 +217,7 @@ static void overlay_off(struct cow_mount *m)
 	m->mounted = false;
 }
 
-int cow_mount_new(const char *ws, const char *dir, struct cow_mount **ret)
+int cow_mount_new(const char *ws, const char *dir, const char *disk, struct cow_mount **ret)
 {
 	struct cow_mount *m = calloc(1, sizeof(*m));
 	struct stat st;
@@ -233,7 +234,28 @@ int cow_mount_new(const char *ws, const char *dir, struct cow_mount **ret)
 	/* Before the overlay: this fd is, and stays, the host directory itself. */
 	m->lower_fd = open(ws, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (m->lower_fd < 0 || fstat(m->lower_fd, &st) < 0 ||
-	    (mkdir(dir, 0700) < 0 && errno != EEXIST) || mkdir(m->upper, st.st_mode & 07777) < 0 ||
+	    (mkdir(dir, 0700) < 0 && errno != EEXIST)) {
+		r = -errno;
+		cow_mount_free(m);
+		return r;
+	}
+	if (disk) {
+		/* the layer's room: what the sandbox writes to its workspace, and no more */
+		char opts[64];
+
+		if ((size_t)snprintf(opts, sizeof(opts), "size=%s,mode=0700", disk) >= sizeof(opts) ||
+		    mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0) {
+			r = errno ? -errno : -EINVAL;
+			cow_mount_free(m);
+			return r;
+		}
+		if (!(m->quota = strdup(dir))) {
+			umount2(dir, MNT_DETACH);
+			cow_mount_free(m);
+			return -ENOMEM;
+		}
+	}
+	if (mkdir(m->upper, st.st_mode & 07777) < 0 ||
 	    mkdir(m->work, 0700) < 0 || chown(m->upper, st.st_uid, st.st_gid) < 0 ||
 	    chmod(m->upper, st.st_mode & 07777) < 0) {
 		r = -errno;
@@ -257,6 +279,9 @@ struct cow_mount *cow_mount_free(struct cow_mount *m)
 	overlay_off(m);
 	safe_close(m->lower_fd);
 	safe_close(m->upper_fd);
+	if (m->quota)
+		umount2(m->quota, MNT_DETACH);
+	free(m->quota);
 	free(m->ws);
 	free(m->upper);
 	free(m->work);

@@ -40,10 +40,11 @@ void cow_done(struct sup_cow *c);
 /*
  * moat serve: a copy-on-write sandbox's overlay, mounted on its workspace's own path in
  * the server's mount namespace (which its `moat run` children start in, so every exec
- * and every put/get sees it), its upper and work dirs in dir.
+ * and every put/get sees it), its upper and work dirs in dir, on a tmpfs of size disk
+ * (tmpfs's size= text) when disk is not NULL.
  */
 struct cow_mount;
-int cow_mount_new(const char *ws, const char *dir, struct cow_mount **ret);
+int cow_mount_new(const char *ws, const char *dir, const char *disk, struct cow_mount **ret);
 struct cow_mount *cow_mount_free(struct cow_mount *m);    /* unmounts; accepts NULL */
 /* The change set ({"bytes", "changes"}): written as a tar to tar (a stream of
  * out_create()) with its sha256 list in sums (when tar is not NULL), applied

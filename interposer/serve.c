@@ -466,9 +466,10 @@ static int write_policy(const char *path, const char *text, char *err, size_t er
  * `moat run` child, and put and get, see it; nothing of it reaches the host's mount
  * table, and it goes with the server whatever ends it.
  */
-static int cow_start(struct server *S, struct client *c, json_t *id, struct sandbox *sb)
+static int cow_start(struct server *S, struct client *c, json_t *id, struct sandbox *sb,
+		     json_t *disk)
 {
-	char dir[PATH_MAX + 8];
+	char dir[PATH_MAX + 8], size[40];
 	int r;
 
 	if (geteuid() != 0) {
@@ -491,7 +492,11 @@ static int cow_start(struct server *S, struct client *c, json_t *id, struct sand
 		S->own_mount_ns = true;
 	}
 	snprintf(dir, sizeof(dir), "%s/cow", sb->dir);
-	r = cow_mount_new(sb->workspace, dir, &sb->cow);
+	if (disk && limit_text(disk, size, sizeof(size)) < 0) {
+		send_error(S, c, id, "bad_request", "create: limits.disk must be positive");
+		return -EINVAL;
+	}
+	r = cow_mount_new(sb->workspace, dir, disk ? size : NULL, &sb->cow);
 	if (r < 0)
 		send_error(S, c, id, "io", "create: cannot mount an overlay on %s: %s",
 			   sb->workspace, strerror(-r));
@@ -549,6 +554,7 @@ static void op_create(struct server *S, struct client *c, json_t *id, json_t *re
 	static const char *const limit_opts[][2] = {
 		{ "timeout", "--timeout" }, { "memory", "--memory" }, { "pids", "--pids" },
 		{ "cpu", "--cpu" }, { "nofile", "--nofile" }, { "fsize", "--fsize" },
+		{ "disk", "--disk" },
 	};
 	json_t *v, *limits = json_object_get(req, "limits"), *env = json_object_get(req, "env");
 	json_t *nets = json_object_get(req, "allow_net");
@@ -598,7 +604,8 @@ static void op_create(struct server *S, struct client *c, json_t *id, json_t *re
 		}
 		sb->own_workspace = true;
 	}
-	if (json_is_true(json_object_get(req, "cow")) && cow_start(S, c, id, sb) < 0)
+	if (json_is_true(json_object_get(req, "cow")) &&
+	    cow_start(S, c, id, sb, json_object_get(limits, "disk")) < 0)
 		return sandbox_free(S, sb);
 	if (add_arg(sb, "-q") < 0 || (profile && add_arg2(sb, "--profile", profile) < 0) ||
 	    (mode && add_arg2(sb, "--mode", mode) < 0))

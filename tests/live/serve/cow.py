@@ -21,7 +21,7 @@ import moat  # noqa: E402
 MOAT = os.environ["MOAT"]
 n = 0
 failed = 0
-PLAN = 19
+PLAN = 21
 
 
 def check(cond, name, diag=""):
@@ -152,6 +152,18 @@ def main():
                 check(overlays(srv.pid, ws) == 1, f"the overlay is in the server's namespace [{mode}]")
             time.sleep(0.3)
             check(overlays(srv.pid, ws) == 0, f"destroy: no overlay is left [{mode}]")
+        # limits.disk: the layer is on a tmpfs of that size
+        ws = os.path.join(tmp, "ws-disk")
+        make_ws(ws)
+        with moat.Sandbox(socket=sock, workspace=ws, cow=True, limits={"disk": "8M"}) as sb:
+            r = sb.run(["sh", "-c", "dd if=/dev/zero of=big bs=1M count=16 2>&1; true"])
+            check("No space left" in r.stdout and not os.path.exists(os.path.join(ws, "big")),
+                  "cow with limits.disk 8M: writing 16 MiB to the workspace fails with ENOSPC",
+                  r.stdout + r.stderr)
+        time.sleep(0.3)
+        with open(f"/proc/{srv.pid}/mountinfo") as f:
+            left = [line for line in f if "sb-" in line]
+        check(not left, "destroy: neither the overlay nor its tmpfs is left", "".join(left))
         try:
             with moat.Sandbox(socket=sock) as sb:
                 sb.commit()
