@@ -518,6 +518,7 @@ _public_ int vfs_new(const struct vfs_proc_ops *proc, struct vfs **ret)
 	v->root_fd = -1;
 	v->host_root_fd = -1;
 	v->private_lock = v->skeleton_lock = -1;
+	v->cow_lower_fd = v->cow_upper_fd = v->cow_lock = -1;
 	v->proc_self_fd = -1;
 	pthread_mutex_init(&v->lock, NULL);
 	if (proc) {
@@ -599,6 +600,7 @@ _public_ struct vfs *vfs_free(struct vfs *v)
 	if (v->proc_self_fd >= 0)
 		close(v->proc_self_fd);
 	vfs__own_done(v, rm_rf_at);
+	vfs__cow_done(v);
 	if (v->private_mounted)
 		umount2(v->private_dir, MNT_DETACH);
 	if (v->private_dir)
@@ -1391,7 +1393,7 @@ _public_ void vfs_allow_mounts(struct vfs *v)
 
 _public_ bool vfs_needs_mounts(const struct vfs *v)
 {
-	if (v->disk_quota)
+	if (v->disk_quota || v->cow)
 		return true;
 	for (size_t i = 0; i < v->n_rules; i++)
 		if (v->rules[i].kind == VFS__TMPFS && v->rules[i].size && !v->rules[i].dead)
@@ -1550,6 +1552,10 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 				return fail(errbuf, errlen, "%s: %s", a->desc, strerror(-r));
 		}
 	}
+
+	/* the overlay before the mappings' fds: the workspace's must be the overlay's */
+	if (v->cow && (r = vfs__cow_mount(v, errbuf, errlen)) < 0)
+		return r;
 
 	v->mounts = calloc(v->n_rules + 1, sizeof(*v->mounts));
 	v->globs = calloc(v->n_rules + 1, sizeof(*v->globs));

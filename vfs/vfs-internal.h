@@ -108,6 +108,12 @@ struct vfs {
 	uint64_t disk_quota;       /* --disk: private_dir is a tmpfs of this size, or 0 */
 	bool private_mounted;
 	bool may_mount;            /* vfs_allow_mounts(): the sizes are mounted, not just checked */
+	bool cow;                  /* vfs_set_cow(): the workspace is an overlay (cow.c) */
+	char *cow_dir;             /* its upper and work dirs' parent when given, else private */
+	char *cow_mounted;         /* the host path the overlay is mounted on, or NULL */
+	int cow_lower_fd, cow_upper_fd; /* the host workspace under the overlay; the upper */
+	int cow_lock;              /* flock()ed fd of cow_dir: one run at a time uses it */
+	bool cow_down;             /* vfs_cow_unmount(): cow_mounted is the path it was on */
 
 	pthread_mutex_t lock;      /* guards changes and own */
 	struct vfs__change *changes;
@@ -212,6 +218,11 @@ void vfs__own_note(const struct vfs *v, enum vfs_change_kind kind, const char *v
                    const char *old_vpath);
 void vfs__own_pending(const struct vfs *v, const char *vpath);
 void vfs__own_done(struct vfs *v, void (*rm_rf_at)(int dfd, const char *name));
+
+/* cow.c: mount the overlay on the workspace (at vfs_finalize(), once the private dir
+ * exists and before the mappings' fds are opened); take it down at vfs_free(). */
+int vfs__cow_mount(struct vfs *v, char *errbuf, size_t errlen);
+void vfs__cow_done(struct vfs *v);
 
 /* changes.c */
 void vfs__change_note(const struct vfs *v, enum vfs_change_kind kind, const char *vpath,

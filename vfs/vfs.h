@@ -31,6 +31,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/statfs.h>
+#include <time.h>
 
 struct vfs;
 struct statx;
@@ -113,6 +114,77 @@ bool vfs_needs_mounts(const struct vfs *v);
 void vfs_allow_mounts(struct vfs *v);
 /* The disk quota's use at the end of the run: false without a quota. */
 bool vfs_disk_usage(const struct vfs *v, uint64_t *ret_used, uint64_t *ret_size);
+
+/*
+ * Copy-on-write workspace (cow.c). The workspace (the writable bind covering where the
+ * sandbox starts: the current directory, or the one mapped and chdir'ed to) becomes an
+ * overlayfs: lower = the host directory, upper and work = upper_dir/upper and
+ * upper_dir/work when given (kept across runs), else in the private directory (so on
+ * the --disk tmpfs). vfs_finalize() mounts it on the workspace's host path, which needs
+ * vfs_allow_mounts() (vfs_needs_mounts() says so): in namespaced mode the sandbox's bind
+ * of the workspace is the overlay, unnamespaced every path, cwd and fd of the workspace
+ * the supervisor or the sandbox takes is. vfs_free() unmounts it.
+ */
+int vfs_set_cow(struct vfs *v, const char *upper_dir);
+/* Mount that overlay on target (the same options; for moat serve's own). -errno. */
+int vfs_cow_mount_overlay(const char *target, int lower_fd, const char *upper,
+                          const char *work);
+/* The workspace's host path (see above), or NULL when there is none. */
+const char *vfs_workspace_host(const struct vfs *v);
+/* After vfs_finalize() with cow: an fd of the host directory under the overlay, of the
+ * upper layer (both the vfs's), and the workspace's host path. -ENOENT without cow. */
+int vfs_cow_dirs(const struct vfs *v, int *ret_lower, int *ret_upper, const char **ret_host);
+/* Take the overlay down (once nothing of the sandbox is left), so that the host
+ * directory is written with no overlay over it; the fds above stay valid. */
+void vfs_cow_unmount(struct vfs *v);
+
+/* What an upper layer holds, in walk order (a directory before what is in it). */
+enum vfs_cow_kind {
+	VFS_COW_WRITE,    /* a regular file, new or changed: its whole content */
+	VFS_COW_DIR,      /* a directory, new or merged with the host's */
+	VFS_COW_OPAQUE,   /* a directory replacing the host's (whose entries all go) */
+	VFS_COW_SYMLINK,
+	VFS_COW_DELETE,   /* a whiteout: the host's entry (file or tree) goes */
+	VFS_COW_REFUSED,  /* not applied nor exported: why says why */
+};
+struct vfs_cow_entry {
+	enum vfs_cow_kind kind;
+	char *path;               /* relative to the workspace, no leading "/" */
+	mode_t mode;
+	uid_t uid;
+	gid_t gid;
+	uint64_t size;            /* WRITE: bytes; SYMLINK: the target's length */
+	struct timespec mtime;
+	char sha256[65];          /* WRITE: of the content, hex */
+	char *target;             /* SYMLINK */
+	bool hardlink;            /* WRITE: the upper file had other names (copied alone) */
+	bool setid_dropped;       /* WRITE: it was set-uid or set-gid; mode has neither bit */
+	const char *why;          /* REFUSED: a device node, a FIFO, larger than the limit... */
+	int err;                  /* after vfs_cow_commit(): the errno of this entry, or 0 */
+};
+struct vfs_cow_set {
+	struct vfs_cow_entry *e;
+	size_t n, cap;
+	uint64_t bytes;           /* of the WRITE entries */
+};
+/* Walk an upper layer (an fd of its root; nothing may write it meanwhile). Files larger
+ * than max_file are refused. -errno on failure to read it or ENOMEM. */
+int vfs_cow_scan(int upper_fd, uint64_t max_file, struct vfs_cow_set *ret);
+void vfs_cow_set_done(struct vfs_cow_set *s);
+const char *vfs_cow_kind_name(enum vfs_cow_kind k);
+/* Apply the set to the directory lower_fd (never following a link nor crossing a mount
+ * in it, nor writing outside it); each entry's err says how it went. Returns the number
+ * of entries that failed. */
+int vfs_cow_commit(struct vfs_cow_set *s, int upper_fd, int lower_fd);
+/* A tar (ustar, pax headers for long names) of the set, in the OCI image layer
+ * convention: deletions as empty "DIR/.wh.NAME" entries, a replaced directory as its
+ * entry followed by "DIR/.wh..wh..opq". Returns the number of entries left out because
+ * their own name starts with ".wh." (which would read as a deletion), or -errno. */
+int vfs_cow_export(const struct vfs_cow_set *s, int upper_fd, int out_fd);
+/* Remove everything in an upper layer (kept across runs, once applied or dropped). */
+int vfs_cow_clear(int upper_fd);
+/* The WRITE entries' sha256 in sha256sum(1)'s format, "HEX  PATH" per line. */
+int vfs_cow_write_sums(const struct vfs_cow_set *s, int out_fd);
 
 /* Check the table for the mode (unnamespaced refuses remaps and tmpfs) and freeze it. */
 int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_t errlen);

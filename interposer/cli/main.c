@@ -30,6 +30,7 @@
 #include "replay.h"
 #include "sc.h"
 #include "serve.h"
+#include "cow.h"
 #include "sup.h"
 #include "vfs.h"
 
@@ -54,6 +55,12 @@ static const char run_usage[] =
 	"  --timeout SECS  --memory SIZE  --pids N  --cpu SECS  --nofile N  --fsize SIZE\n"
 	"  --disk SIZE            room for all the run writes privately (/tmp, /dev/shm, home)\n"
 	"  --strict               refuse to run when a limit cannot be enforced\n"
+	"Workspace:\n"
+	"  --cow                  copy-on-write: the sandbox's writes to the workspace go to a\n"
+	"                         private layer; at the end, dropped unless one of:\n"
+	"  --commit               apply them to the workspace   --discard   drop them\n"
+	"  --export FILE          write them as a tar (and FILE.sha256)\n"
+	"  --cow-dir DIR          keep the layer in DIR across runs   --cow-max-file SIZE\n"
 	"Output:\n"
 	"  -v, --verbose          one line per denial on stderr (10 a second per syscall and rule)\n"
 	"  -q, --quiet            no denial summary\n"
@@ -133,7 +140,7 @@ enum {
 	OPT_CPU, OPT_NOFILE, OPT_FSIZE, OPT_DISK, OPT_SETENV, OPT_KEEPENV, OPT_REPORT, OPT_AUDIT,
 	OPT_AUDIT_KEY, OPT_AUDIT_STACKS, OPT_SESSION, OPT_TENANT, OPT_POLICY, OPT_PROFILE,
 	OPT_DIRECTIVE, OPT_JSON, OPT_EVENTS, OPT_START_FD, OPT_NO_STDIN, OPT_OUTPUT_IN_WS,
-	OPT_RUN_ID,
+	OPT_RUN_ID, OPT_COW, OPT_COMMIT, OPT_DISCARD, OPT_EXPORT, OPT_COW_DIR, OPT_COW_MAX_FILE,
 };
 
 static const struct option run_options[] = {
@@ -151,6 +158,12 @@ static const struct option run_options[] = {
 	{ "nofile", required_argument, NULL, OPT_NOFILE },
 	{ "fsize", required_argument, NULL, OPT_FSIZE },
 	{ "disk", required_argument, NULL, OPT_DISK },
+	{ "cow", no_argument, NULL, OPT_COW },
+	{ "commit", no_argument, NULL, OPT_COMMIT },
+	{ "discard", no_argument, NULL, OPT_DISCARD },
+	{ "export", required_argument, NULL, OPT_EXPORT },
+	{ "cow-dir", required_argument, NULL, OPT_COW_DIR },
+	{ "cow-max-file", required_argument, NULL, OPT_COW_MAX_FILE },
 	{ "setenv", required_argument, NULL, OPT_SETENV },
 	{ "keep-env", required_argument, NULL, OPT_KEEPENV },
 	{ "report", required_argument, NULL, OPT_REPORT },
@@ -187,6 +200,8 @@ struct cli {
 	bool json;
 	char policy_err[1024];        /* the first --policy FILE that failed to load */
 	bool stdin_given;      /* --stdin, --no-stdin or --tty decided it */
+	bool cow_on;           /* --cow */
+	struct sup_cow cow;
 };
 
 /* Parse run options (also used by `policy show`). Returns optind of the command. */
@@ -250,6 +265,27 @@ static int parse_run_options(struct cli *c, int argc, char **argv, const char *u
 		case OPT_MEMORY:
 			if (parse_size(optarg, &o->memory) < 0)
 				usage_fail(usage, "--memory takes a size such as 512M or 2G, not '%s'", optarg);
+			break;
+		case OPT_COW:
+			c->cow_on = true;
+			break;
+		case OPT_COMMIT:
+			c->cow.commit = true;
+			break;
+		case OPT_DISCARD:
+			c->cow.discard = true;
+			break;
+		case OPT_EXPORT:
+			c->cow.export_path = optarg;
+			break;
+		case OPT_COW_DIR:
+			if (optarg[0] != '/')
+				usage_fail(usage, "--cow-dir takes an absolute path, not '%s'", optarg);
+			c->cow.dir = optarg;
+			break;
+		case OPT_COW_MAX_FILE:
+			if (parse_size(optarg, &c->cow.max_file) < 0 || c->cow.max_file >= (8ull << 30))
+				usage_fail(usage, "--cow-max-file takes a size below 8G, not '%s'", optarg);
 			break;
 		case OPT_DISK:
 			if (parse_size(optarg, &o->disk) < 0)
@@ -412,10 +448,23 @@ static int cmd_run(int argc, char **argv)
 
 		c.o.stdin_pass = fstat(STDIN_FILENO, &st) == 0 && !isatty(STDIN_FILENO);
 	}
+	if (!c.cow_on && (c.cow.commit || c.cow.discard || c.cow.export_path || c.cow.dir))
+		usage_fail(run_usage, "--commit, --discard, --export and --cow-dir go with --cow%s", "");
+	if (c.cow.commit && c.cow.discard)
+		usage_fail(run_usage, "--commit or --discard, not both%s", "");
 	if (c.o.verbose)
 		moat_log_level = LOG_LEVEL_INFO;
 	build_policy(&c, true);
+	if (c.cow_on) {
+		c.o.cow = &c.cow;
+		if (cow_prepare(&c.cow, c.o.vfs) < 0) {
+			sup_report_failure(&c.o, "--cow: cannot prepare the copy-on-write workspace");
+			exit(MOAT_EXIT_FAILURE);
+		}
+	}
 	status = sup_run(&c.o);
+	if (c.cow_on)
+		cow_done(&c.cow);
 	vfs_free(c.o.vfs);
 	net_free(c.o.net);
 	policy_done(&c.policy);

@@ -37,6 +37,8 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/file.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -48,10 +50,12 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "cow.h"
 #include "log.h"
 #include "macros.h"
 #include "moat-config.h"
 #include "net.h"
+#include "output.h"
 #include "policy.h"
 #include "proc-ops.h"
 #include "serve.h"
@@ -110,6 +114,7 @@ struct sandbox {
 	char dir[PATH_MAX];             /* state/sb-N: the policy file, reports */
 	char workspace[PATH_MAX];
 	bool own_workspace;             /* a private one, removed with the sandbox */
+	struct cow_mount *cow;          /* "cow": its overlay on the workspace, or NULL */
 	char **args;                    /* `moat run` options for every exec */
 	size_t n_args;
 	struct exec *running;
@@ -152,6 +157,7 @@ struct server {
 	unsigned next_sandbox, n_sandboxes, n_running;
 	unsigned max_sandboxes, max_running;
 	bool warm;                      /* keep a sandbox built ahead per sandbox */
+	bool own_mount_ns;              /* made for the first copy-on-write sandbox */
 	bool stop;
 };
 
@@ -368,6 +374,8 @@ static void sandbox_free(struct server *S, struct sandbox *sb)
 		;
 	if (*pp)
 		*pp = sb->next;
+	/* The overlay first: its workspace is removed, or left, as the host's. */
+	sb->cow = cow_mount_free(sb->cow);
 	if (sb->own_workspace)
 		rm_tree(sb->workspace);
 	rm_tree(sb->dir);
@@ -468,11 +476,101 @@ static int write_policy(const char *path, const char *text, char *err, size_t er
 	return r;
 }
 
+/*
+ * "cow": the workspace becomes an overlay, mounted on its own path in a mount namespace
+ * of the server's own (made once, while the server is still one thread), so that every
+ * `moat run` child, and put and get, see it; nothing of it reaches the host's mount
+ * table, and it goes with the server whatever ends it.
+ */
+static int cow_start(struct server *S, struct client *c, json_t *id, struct sandbox *sb,
+		     json_t *disk)
+{
+	char dir[PATH_MAX + 8], size[40];
+	int r;
+
+	if (geteuid() != 0) {
+		send_error(S, c, id, "unsupported", "create: cow needs the server to run as root "
+			   "(it mounts an overlay)");
+		return -EPERM;
+	}
+	for (struct sandbox *o = S->sandboxes; o; o = o->next)
+		if (o != sb && o->cow && streq(o->workspace, sb->workspace)) {
+			send_error(S, c, id, "busy", "create: %s is already the copy-on-write "
+				   "workspace of %s", sb->workspace, o->id);
+			return -EBUSY;
+		}
+	if (!S->own_mount_ns) {
+		if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0) {
+			send_error(S, c, id, "internal", "create: no mount namespace: %s",
+				   strerror(errno));
+			return -errno;
+		}
+		S->own_mount_ns = true;
+	}
+	snprintf(dir, sizeof(dir), "%s/cow", sb->dir);
+	if (disk && limit_text(disk, size, sizeof(size)) < 0) {
+		send_error(S, c, id, "bad_request", "create: limits.disk must be positive");
+		return -EINVAL;
+	}
+	r = cow_mount_new(sb->workspace, dir, disk ? size : NULL, &sb->cow);
+	if (r < 0)
+		send_error(S, c, id, "io", "create: cannot mount an overlay on %s: %s",
+			   sb->workspace, strerror(-r));
+	return r;
+}
+
+/* commit, discard, export: what the copy-on-write sandbox's commands changed. */
+static void op_cow(struct server *S, struct client *c, json_t *id, json_t *req, const char *op)
+{
+	const char *sid = json_string_value(json_object_get(req, "sandbox"));
+	const char *path = json_string_value(json_object_get(req, "path"));
+	struct sandbox *sb = sid ? sandbox_find(S, c, sid) : NULL;
+	struct out_file tar = OUT_FILE_INIT, sums = OUT_FILE_INIT;
+	char err[768], spath[PATH_MAX + 8];
+	json_t *j;
+
+	if (!sb)
+		return send_error(S, c, id, "not_found", "no sandbox '%s' on this connection",
+				  sid ? sid : "(none given)");
+	if (!sb->cow)
+		return send_error(S, c, id, "bad_request", "%s: the sandbox was not created with "
+				  "\"cow\": true", op);
+	if (sb->running || sb->queued)
+		return send_error(S, c, id, "busy", "%s: a command of the sandbox is running", op);
+	if (streq(op, "export")) {
+		if (!path || path[0] != '/')
+			return send_error(S, c, id, "bad_request", "export: path is the absolute "
+					  "path of the tar to write");
+		snprintf(spath, sizeof(spath), "%s.sha256", path);
+		if (out_open(&tar, path, err, sizeof(err)) < 0 ||
+		    out_create(&tar, err, sizeof(err)) < 0 ||
+		    out_open(&sums, spath, err, sizeof(err)) < 0) {
+			out_discard(&tar);
+			out_close(&tar);
+			out_close(&sums);
+			return send_error(S, c, id, "io", "export: %s", err);
+		}
+	}
+	j = cow_mount_finish(sb->cow, streq(op, "commit"), streq(op, "discard"),
+			     tar.fd >= 0 ? &tar : NULL, &sums, err, sizeof(err));
+	if (j && tar.fd >= 0) {
+		json_object_set_new(j, "tar", json_string(path));
+		json_object_set_new(j, "sha256", json_string(spath));
+	}
+	out_close(&tar);
+	out_close(&sums);
+	if (!j)
+		return send_error(S, c, id, "io", "%s: %s", op, err);
+	json_object_set_new(j, "ok", json_true());
+	send_json(S, c, with_id(id, j));
+}
+
 static void op_create(struct server *S, struct client *c, json_t *id, json_t *req)
 {
 	static const char *const limit_opts[][2] = {
 		{ "timeout", "--timeout" }, { "memory", "--memory" }, { "pids", "--pids" },
 		{ "cpu", "--cpu" }, { "nofile", "--nofile" }, { "fsize", "--fsize" },
+		{ "disk", "--disk" },
 	};
 	json_t *v, *limits = json_object_get(req, "limits"), *env = json_object_get(req, "env");
 	json_t *nets = json_object_get(req, "allow_net");
@@ -489,9 +587,10 @@ static void op_create(struct server *S, struct client *c, json_t *id, json_t *re
 				  "(--max-sandboxes)", S->max_sandboxes);
 	if ((json_object_get(req, "workspace") && !ws) || (json_object_get(req, "policy") && !policy) ||
 	    (limits && !json_is_object(limits)) || (env && !json_is_object(env)) ||
-	    (nets && !json_is_array(nets)))
+	    (nets && !json_is_array(nets)) ||
+	    (json_object_get(req, "cow") && !json_is_boolean(json_object_get(req, "cow"))))
 		return send_error(S, c, id, "bad_request", "create: workspace and policy are strings, "
-				  "limits and env objects, allow_net an array");
+				  "limits and env objects, allow_net an array, cow a boolean");
 	if (profile && !streq(profile, "default") && !streq(profile, "none"))
 		return send_error(S, c, id, "bad_request", "create: profile is \"default\" or \"none\"");
 	if (mode && !streq(mode, "auto") && !streq(mode, "namespaced") && !streq(mode, "unnamespaced"))
@@ -521,6 +620,9 @@ static void op_create(struct server *S, struct client *c, json_t *id, json_t *re
 		}
 		sb->own_workspace = true;
 	}
+	if (json_is_true(json_object_get(req, "cow")) &&
+	    cow_start(S, c, id, sb, json_object_get(limits, "disk")) < 0)
+		return sandbox_free(S, sb);
 	if (add_arg(sb, "-q") < 0 || (profile && add_arg2(sb, "--profile", profile) < 0) ||
 	    (mode && add_arg2(sb, "--mode", mode) < 0))
 		goto oom;
@@ -571,8 +673,8 @@ static void op_create(struct server *S, struct client *c, json_t *id, json_t *re
 				goto oom;
 		}
 	}
-	send_json(S, c, with_id(id, json_pack("{s:b, s:s, s:s}", "ok", 1, "sandbox", sb->id,
-					      "workspace", sb->workspace)));
+	send_json(S, c, with_id(id, json_pack("{s:b, s:s, s:s, s:b}", "ok", 1, "sandbox", sb->id,
+					      "workspace", sb->workspace, "cow", sb->cow != NULL)));
 	warm_up(S, sb);
 	return;
 oom:
@@ -709,7 +811,9 @@ fail:
 /* The pool: one sandbox built ahead for the next exec (none with --no-warm). */
 static void warm_up(struct server *S, struct sandbox *sb)
 {
-	if (S->warm && !sb->warm && !sb->dying)
+	/* not for a copy-on-write sandbox: a run built ahead would hold the overlay it
+	 * saw, and a commit or discard starts a new one */
+	if (S->warm && !sb->warm && !sb->dying && !sb->cow)
 		sb->warm = exec_spawn(S, sb);
 }
 
@@ -835,7 +939,8 @@ static void exec_finish(struct server *S, struct exec *x)
 	if (rep) {
 		static const char *const keep[] = { "reason", "signal", "setup_error", "wall_ms",
 						    "cpu_ms", "peak_memory", "mode", "changes",
-						    "limits", "run_id", "policy_sha256" };
+						    "limits", "run_id", "policy_sha256",
+						    "workspace_git" };
 
 		for (size_t i = 0; i < ELEMENTSOF(keep); i++)
 			if (json_object_get(rep, keep[i]))
@@ -1174,8 +1279,7 @@ static void on_request(struct server *S, struct client *c, const char *line, siz
 			sandbox_destroy(S, sb);
 		}
 	} else if (streq(op, "commit") || streq(op, "discard") || streq(op, "export"))
-		send_error(S, c, id, "unsupported", "%s: copy-on-write workspaces are not "
-			   "implemented yet; the workspace is written in place", op);
+		op_cow(S, c, id, req, op);
 	else
 		send_error(S, c, id, "bad_request", "unknown op '%s'", op);
 	json_decref(req);

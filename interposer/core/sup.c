@@ -46,6 +46,7 @@
 #include "audit.h"
 #include "cgroup.h"
 #include "cleanup.h"
+#include "cow.h"
 #include "creds.h"
 #include "dispatch.h"
 #include "events.h"
@@ -57,6 +58,7 @@
 #include "proc-ops.h"
 #include "proctrack.h"
 #include "netns.h"
+#include "receipt.h"
 #include "spawn.h"
 #include "sup.h"
 #include "term.h"
@@ -225,6 +227,8 @@ struct run {
 	struct cgroup_stats cgs;        /* read once at teardown */
 	uint64_t disk_used, disk_size;  /* --disk, read once at teardown */
 	struct rusage ru;               /* of every reaped descendant, at teardown */
+	json_t *git;                    /* the workspace's commit when the run started */
+	json_t *cow;                    /* --cow: what became of the changes */
 	struct term_relay term;         /* ptys between the command and our terminal */
 	struct vfs_change *changes;     /* owned copies, hashed once for report and audit */
 	size_t n_changes;
@@ -867,6 +871,9 @@ static void write_report(struct run *R, int status)
 	json_object_set_new(j, "denials", den);
 	json_object_set_new(j, "notifications", json_integer((json_int_t)atomic_load(&R->ctx.n.notified)));
 	json_object_set_new(j, "changes", changes_to_json(R));
+	json_object_set(j, "workspace_git", R->git ? R->git : json_null());
+	if (R->cow)
+		json_object_set(j, "cow", R->cow);
 	if (R->o->policy_json)
 		json_object_set_new(j, "policy_sha256", json_string(R->o->policy_hash));
 
@@ -1336,8 +1343,9 @@ void sup_report_failure(struct sup_opts *o, const char *why)
 static int own_mount_ns(void)
 {
 	if (geteuid() != 0)
-		return log_error_errno(-EPERM, "--disk and a tmpfs SIZE need moat to run as root: "
-				       "they mount a tmpfs of that size (omit them to run unbounded)");
+		return log_error_errno(-EPERM, "--disk, a tmpfs SIZE and --cow need moat to run as "
+				       "root: they mount a tmpfs of that size or an overlay (omit "
+				       "them to run unbounded, or in place)");
 	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
 		return log_error_errno(-errno, "--disk: cannot make a mount namespace: %m");
 	return 0;
@@ -1377,6 +1385,8 @@ static void write_outputs(struct run *R, int status)
 	proctrack_free(R->ctx.proctrack);
 	R->ctx.proctrack = NULL;
 	free_changes(R);
+	json_decref(R->git);
+	json_decref(R->cow);
 	out_close(&R->report_out);
 	out_close(&R->audit_out);
 }
@@ -1446,8 +1456,8 @@ int sup_run(struct sup_opts *o)
 		if (own_mount_ns() < 0) {
 			/* own_mount_ns() said why on stderr */
 			snprintf(R->setup_msg, sizeof(R->setup_msg),
-				 "--disk or a tmpfs SIZE cannot be enforced: no mount namespace of "
-				 "moat's own");
+				 "--disk, a tmpfs SIZE or --cow cannot be had: no mount namespace "
+				 "of moat's own");
 			return fail_early(R);
 		}
 		vfs_allow_mounts(o->vfs);
@@ -1456,6 +1466,8 @@ int sup_run(struct sup_opts *o)
 			 errbuf, sizeof(errbuf));
 	if (r < 0)
 		SETUP_FAIL(R, "%s", errbuf);
+	/* Before the sandbox can touch the workspace's .git. */
+	R->git = receipt_git(vfs_workspace_host(o->vfs));
 	if (check_outputs(R) < 0)
 		return fail_early(R);
 
@@ -1628,6 +1640,9 @@ int sup_run(struct sup_opts *o)
 		log_notice("timed out after %gs; the whole process tree was killed", o->timeout);
 	else if (R->reason == SUP_REASON_MEMORY)
 		log_notice("killed: the run exceeded its memory limit");
+	/* Every process of the sandbox is gone: nothing writes the upper layer any more. */
+	if (o->cow)
+		R->cow = cow_finish(o->cow, o->vfs);
 	denial_summary(R);
 	run_events(R, status);
 	write_outputs(R, status);

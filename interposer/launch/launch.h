@@ -15,6 +15,7 @@
 struct vfs;
 struct net;
 struct proc_map;
+struct sup_cow;
 
 enum sup_mode { SUP_MODE_AUTO, SUP_MODE_NAMESPACED, SUP_MODE_UNNAMESPACED };
 
@@ -41,6 +42,7 @@ struct sup_opts {
 	uint64_t cpu;                 /* seconds, 0 = none */
 	uint64_t nofile, fsize;       /* 0 = default */
 	uint64_t disk;                /* --disk: bytes for everything private the run writes */
+	struct sup_cow *cow;          /* --cow (cow.h), or NULL: the workspace written in place */
 	struct sup_env *env;          /* --setenv, in order */
 	size_t n_env;
 	char **keep_env;              /* --keep-env NAME */

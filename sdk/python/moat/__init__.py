@@ -156,9 +156,12 @@ class Sandbox:
         limits: Optional[Dict[str, Union[int, float, str]]] = None,
         mode: Optional[str] = None,
         allow_net: Optional[Sequence[str]] = None,
+        cow: bool = False,
     ):
         self.client = Client(socket)
         req: Dict[str, Any] = {"op": "create"}
+        if cow:
+            req["cow"] = True
         for key, val in (("policy", policy), ("profile", profile), ("workspace", workspace),
                          ("env", env), ("limits", limits), ("mode", mode)):
             if val is not None:
@@ -225,6 +228,20 @@ class Sandbox:
     def get(self, path: str) -> bytes:
         """Read a file of the workspace (path relative to it; no symlinks followed)."""
         return _bytes_of(self.client.request({"op": "get", "sandbox": self.id, "path": path}), "data")
+
+    def commit(self) -> Dict[str, Any]:
+        """A copy-on-write sandbox (cow=True): apply its changes to the workspace on the
+        host. Returns {"changes": [...], "bytes": N, "failed": N}."""
+        return self.client.request({"op": "commit", "sandbox": self.id})
+
+    def discard(self) -> None:
+        """A copy-on-write sandbox: drop its changes; the workspace is the host's again."""
+        self.client.request({"op": "discard", "sandbox": self.id})
+
+    def export(self, path: str) -> Dict[str, Any]:
+        """A copy-on-write sandbox: write its changes as a tar at path (absolute, on the
+        server's host) and their sha256 list at path + ".sha256"; changes are kept."""
+        return self.client.request({"op": "export", "sandbox": self.id, "path": path})
 
 
 class AsyncSandbox:
