@@ -56,6 +56,9 @@ struct sup_ctx {
 	uint32_t arch;
 	bool namespaced;
 	bool verbose;
+	/* the kernel's view covers hidden content (namespaced, not --strict-hide, no audit):
+	 * a read-only open is continued after the check instead of emulated */
+	bool continue_ro_opens;
 	struct vfs *vfs;
 	struct net *net;
 	struct sup_net *netst;            /* net.c: pending connects, the DNS socket */

@@ -45,6 +45,8 @@ static const char run_usage[] =
 	"  --ro-bind SRC[:DST]    --bind SRC[:DST]    --tmpfs DST[ SIZE]\n"
 	"  --hide GLOB            --deny GLOB         --file DST CONTENT|@HOSTFILE\n"
 	"  --chdir DIR            --allow-net DEST    --deny-net DEST    --allow-bind PORT\n"
+	"  --strict-hide          hidden names do not even exist (namespaced: emulate every\n"
+	"                         metadata call by name instead of letting the kernel answer)\n"
 	"Process:\n"
 	"  --setenv NAME VALUE    --keep-env NAME\n"
 	"  --stdin / --no-stdin   pass moat's stdin (default when it is not a terminal) / /dev/null\n"
@@ -131,7 +133,7 @@ enum {
 	OPT_CPU, OPT_NOFILE, OPT_FSIZE, OPT_DISK, OPT_SETENV, OPT_KEEPENV, OPT_REPORT, OPT_AUDIT,
 	OPT_AUDIT_KEY, OPT_AUDIT_STACKS, OPT_SESSION, OPT_TENANT, OPT_POLICY, OPT_PROFILE,
 	OPT_DIRECTIVE, OPT_JSON, OPT_EVENTS, OPT_START_FD, OPT_NO_STDIN, OPT_OUTPUT_IN_WS,
-	OPT_RUN_ID,
+	OPT_RUN_ID, OPT_STRICT_HIDE,
 };
 
 static const struct option run_options[] = {
@@ -140,6 +142,7 @@ static const struct option run_options[] = {
 	{ "stdin", no_argument, NULL, OPT_STDIN },
 	{ "no-stdin", no_argument, NULL, OPT_NO_STDIN },
 	{ "strict", no_argument, NULL, OPT_STRICT },
+	{ "strict-hide", no_argument, NULL, OPT_STRICT_HIDE },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
@@ -233,6 +236,9 @@ static int parse_run_options(struct cli *c, int argc, char **argv, const char *u
 			break;
 		case OPT_STRICT:
 			o->strict = true;
+			break;
+		case OPT_STRICT_HIDE:
+			o->strict_hide = true;
 			break;
 		case OPT_TIMEOUT:
 		case OPT_CPU:
