@@ -581,11 +581,18 @@ static int cmd_policy(int argc, char **argv)
 	if (streq(argv[1], "show")) {
 		struct cli c = { 0 };
 		json_t *j;
+		bool stub;
 
 		parse_run_options(&c, argc - 1, argv + 1, usage);
 		build_policy(&c, false);
+		/* What a hide rule hides in namespaced mode: the fast path covers content
+		 * with a stub whose name stat and listings see (sup_filter_kind_of()). */
+		stub = sup_filter_kind_of(true, c.o.strict_hide, c.o.audit_path != NULL) ==
+		       SUP_FILTER_NAMESPACED;
 		if (c.json) {
-			printf("{\"sha256\":\"%s\",\"policy\":%s}\n", c.o.policy_hash, c.o.policy_json);
+			printf("{\"sha256\":\"%s\",\"hidden_names\":\"%s\",\"policy\":%s}\n",
+			       c.o.policy_hash, stub ? "visible-as-empty-stub" : "absent",
+			       c.o.policy_json);
 			return 0;
 		}
 		j = json_loads(c.o.policy_json, 0, NULL);
@@ -595,6 +602,10 @@ static int cmd_policy(int argc, char **argv)
 			return MOAT_EXIT_FAILURE;
 		}
 		json_decref(j);
+		printf(stub ? "# hidden content is never readable; namespaced, a hidden name shows as an "
+			      "empty stub to stat and listings (--strict-hide: the name is absent too)\n"
+			    : "# hidden content is never readable and a hidden name is absent: every "
+			      "metadata call by name is emulated\n");
 		return 0;
 	}
 	usage_fail(usage, "unknown policy subcommand '%s'", argv[1]);
