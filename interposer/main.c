@@ -587,7 +587,7 @@ static int cmd_policy(int argc, char **argv)
 		build_policy(&c, false);
 		/* What a hide rule hides in namespaced mode: the fast path covers content
 		 * with a stub whose name stat and listings see (sup_filter_kind_of()). */
-		stub = sup_filter_kind_of(true, c.o.strict_hide, c.o.audit_path != NULL) ==
+		stub = sup_filter_kind_of(true, c.o.strict_hide, c.o.audit_path != NULL, c.o.vfs) ==
 		       SUP_FILTER_NAMESPACED;
 		if (c.json) {
 			printf("{\"sha256\":\"%s\",\"hidden_names\":\"%s\",\"policy\":%s}\n",

@@ -507,6 +507,12 @@ static int build_mount_ns(const struct spawn_plan *p)
 		cover = false;
 #endif
 	if (cover) {
+		/* pid 1 is the keeper, a fork of the supervisor that the vfs never shows
+		 * (its command line is moat's): the kernel's /proc must not either. */
+		r = RET_NERRNO(mount("tmpfs", "/newroot/proc/1", "tmpfs",
+				     MS_RDONLY | MS_NOSUID | MS_NODEV, "size=0,mode=000"));
+		if (r < 0 && r != -ENOENT)
+			return r;
 		r = vfs_foreach_cover(p->opts->vfs, "/newroot", cover_one, &mc);
 		if (r < 0 || mc.err < 0) {
 			log_debug("covering %s failed: %s", mc.failed[0] ? mc.failed : "hidden paths",
@@ -648,7 +654,7 @@ _noreturn_ static void command_main(struct spawn_plan *p, pid_t keeper)
 	if (r < 0)
 		child_fail(p->sync_fd, STAGE_CAPS, -r);
 	if (p->features->landlock_abi > 0) {
-		r = sandbox_landlock(o->vfs, p->features->landlock_abi);
+		r = sandbox_landlock(o->vfs, p->features->landlock_abi, p->cover_globs);
 		if (r < 0)
 			child_fail(p->sync_fd, STAGE_LANDLOCK, -r);
 	}

@@ -105,13 +105,16 @@ int sup_filter_precompiled(enum sup_filter_kind kind, struct sock_fprog *ret_pro
 	}
 }
 
-/* The fast path needs the mount namespace (which covers hidden content); --strict-hide
- * and the audit stream (which records every metadata call by name) keep emulating. */
-enum sup_filter_kind sup_filter_kind_of(bool namespaced, bool strict_hide, bool audit)
+/* The fast path needs a mount namespace that shows what the vfs shows, hidden content
+ * covered; --strict-hide and the audit stream (which records every metadata call by
+ * name) keep emulating. */
+enum sup_filter_kind sup_filter_kind_of(bool namespaced, bool strict_hide, bool audit,
+					const struct vfs *v)
 {
 	if (!namespaced)
 		return SUP_FILTER_UNNAMESPACED;
-	return strict_hide || audit ? SUP_FILTER_STRICT_HIDE : SUP_FILTER_NAMESPACED;
+	return strict_hide || audit || !vfs_kernel_view_exact(v) ? SUP_FILTER_STRICT_HIDE
+								 : SUP_FILTER_NAMESPACED;
 }
 
 /* ---- kernel features ---- */
@@ -1437,7 +1440,7 @@ int sup_run(struct sup_opts *o)
 
 	{
 		enum sup_filter_kind fk = sup_filter_kind_of(R->ctx.namespaced, o->strict_hide,
-							     o->audit_path != NULL);
+							     o->audit_path != NULL, o->vfs);
 
 		R->ctx.continue_ro_opens = fk == SUP_FILTER_NAMESPACED;
 		r = sup_filter_precompiled(fk, &plan.prog);

@@ -125,7 +125,8 @@ enum sup_filter_kind {
 };
 int sup_filter_build(uint32_t arch, enum sup_filter_kind kind, struct sock_fprog *ret_prog);
 int sup_filter_precompiled(enum sup_filter_kind kind, struct sock_fprog *ret_prog);
-enum sup_filter_kind sup_filter_kind_of(bool namespaced, bool strict_hide, bool audit);
+enum sup_filter_kind sup_filter_kind_of(bool namespaced, bool strict_hide, bool audit,
+					const struct vfs *v);
 int sup_filter_install(const struct sock_fprog *prog, bool wait_killable);
 
 /* mem.c: bounded copies from and to the tracee. */

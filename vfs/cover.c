@@ -186,6 +186,17 @@ static int scan(struct cover *c, const char *vdir, bool cover_all)
 	return 0;
 }
 
+_public_ bool vfs_kernel_view_exact(const struct vfs *v)
+{
+	for (size_t i = 0; i < v->n_rules; i++) {
+		const struct vfs__rule *m = &v->rules[i];
+
+		if (m->kind != VFS__HIDE && m->kind != VFS__DENY && !m->dead && vfs__hides_devices(m))
+			return false;
+	}
+	return true;
+}
+
 _public_ int vfs_foreach_cover(const struct vfs *v, const char *root,
 			       int (*fn)(const char *vpath, bool dir, void *ud), void *ud)
 {
