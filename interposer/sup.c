@@ -1442,7 +1442,12 @@ int sup_run(struct sup_opts *o)
 		enum sup_filter_kind fk = sup_filter_kind_of(R->ctx.namespaced, o->strict_hide,
 							     o->audit_path != NULL, o->vfs);
 
-		R->ctx.continue_ro_opens = fk == SUP_FILTER_NAMESPACED;
+		/* The audit stream wants every metadata call, so it keeps the emulating
+		 * filter; its read-only opens can still be continued, recorded as such,
+		 * once the namespace covers hidden content. */
+		R->ctx.continue_ro_opens = fk == SUP_FILTER_NAMESPACED ||
+					   (o->audit_path && sup_filter_kind_of(R->ctx.namespaced,
+						o->strict_hide, false, o->vfs) == SUP_FILTER_NAMESPACED);
 		r = sup_filter_precompiled(fk, &plan.prog);
 	}
 	if (r < 0)
