@@ -1448,6 +1448,12 @@ int sup_run(struct sup_opts *o)
 		R->ctx.continue_ro_opens = fk == SUP_FILTER_NAMESPACED ||
 					   (o->audit_path && sup_filter_kind_of(R->ctx.namespaced,
 						o->strict_hide, false, o->vfs) == SUP_FILTER_NAMESPACED);
+		/* A continued open swapped to a magic link (/proc/self/fd/N of a host file
+		 * the command inherited) is refused by Landlock alone. */
+		if (R->feat.landlock_abi <= 0)
+			R->ctx.continue_ro_opens = false;
+		/* The metadata the kernel answers must not show a hidden file either. */
+		plan.cover_globs = R->ctx.continue_ro_opens || fk == SUP_FILTER_NAMESPACED;
 		r = sup_filter_precompiled(fk, &plan.prog);
 	}
 	if (r < 0)
@@ -1486,7 +1492,6 @@ int sup_run(struct sup_opts *o)
 	plan.wait_argv = o->start_fd >= 0;
 	plan.features = &R->feat;
 	plan.namespaced = R->ctx.namespaced;
-	plan.cover_globs = R->ctx.continue_ro_opens;
 	plan.cwd = vfs_initial_cwd(o->vfs);
 	plan.envp = build_env(o, vfs_tmpdir(o->vfs));
 	plan.uid = getuid();

@@ -13,7 +13,7 @@
 . "$MOAT_SRC/tests/live/vfs/lib.sh"
 : "${TOCTOU:?TOCTOU must point at the fixture (meson sets it)}"
 
-plan 7
+plan 8
 mkdir "$TMP/cwd"
 W=$(mktemp -d "$TMP/ws.XXXXXX")
 echo ALLOWED >"$W/okay"
@@ -25,7 +25,7 @@ cp "$TOCTOU" "$W/toctou"
 map=(--bind "$W:/workspace" --chdir /workspace)
 
 if ! have_mode namespaced; then
-	for i in 1 2 3 4 5 6 7; do skip "namespaced case $i" "moat cannot start in namespaced mode here"; done
+	for i in 1 2 3 4 5 6 7 8; do skip "namespaced case $i" "moat cannot start in namespaced mode here"; done
 	finish
 fi
 
@@ -48,6 +48,16 @@ done
 out=$(race "--hide=**/k.pem" -- /workspace/deep/a.txt /workspace/deep/k.pem 100000)
 echo "$out" | grep -qE '^allowed=[1-9][0-9]* hidden=0 '
 ok $? "namespaced, a glob match in a subdirectory is covered too ($out)"
+
+# A magic link to a host file outside the view: the command's stderr, a host log the
+# sandbox may write but whose content is not in the view (the same length as
+# /workspace/okay). The supervisor refuses the path; after a swap the kernel follows
+# the link, and Landlock (no rule covers the host file) must refuse it.
+echo HIDDEN-host-log >"$TMP/host.log"
+out=$(cd "$TMP/cwd" && "$MOAT" run -q "${map[@]}" -- /workspace/toctou /workspace/okay \
+	/proc/self/fd/2 50000 2>>"$TMP/host.log")
+echo "$out" | grep -qE '^allowed=[1-9][0-9]* hidden=0 '
+ok $? "namespaced: a swap to /proc/self/fd/2 (a host file outside the view) never reads it ($out)"
 
 out=$(race --strict-hide "--hide=**/hush" -- /workspace/okay /workspace/hush 50000)
 echo "$out" | grep -qE '^allowed=[1-9][0-9]* hidden=0 '
