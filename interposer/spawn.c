@@ -435,7 +435,7 @@ static int mount_one(const struct vfs_mount_info *m, void *ud)
 		return 0;
 	case VFS_MOUNT_HIDE:
 		/* Concrete hidden paths under a mapping: cover them so that even a bug in
-		 * the supervisor cannot show their content. Globs are the supervisor's job. */
+		 * the supervisor cannot show their content. Globs: vfs_foreach_cover() below. */
 		if (lstat(dst, &st) < 0)
 			return 0;
 		r = cover_path(dst, &st);
@@ -514,6 +514,9 @@ static int build_mount_ns(const struct spawn_plan *p)
 		if (r < 0 && r != -ENOENT)
 			return r;
 		r = vfs_foreach_cover(p->opts->vfs, "/newroot", cover_one, &mc);
+		if (r == -E2BIG)
+			log_error("the writable trees are too large to search for what the hide "
+				  "rules' globs match: run with --strict-hide");
 		if (r < 0 || mc.err < 0) {
 			log_debug("covering %s failed: %s", mc.failed[0] ? mc.failed : "hidden paths",
 				  strerror(-(mc.err ? mc.err : r)));
