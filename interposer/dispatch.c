@@ -412,13 +412,18 @@ static void defer_fifo_open(struct sup_call *c, int fd, int flags)
  * cover_hidden()). So: read-only opens that create nothing, of a regular file or a
  * directory (a device, a FIFO or a socket may mean something else to the caller than to
  * us, /dev/tty above all), and only where the namespace covers (continue_ro_opens).
+ * creat() never gets here read-only.
  */
 static bool may_continue_open(struct sup_call *c, int fd, int flags)
 {
 	struct stat st;
 
-	if (!c->s->continue_ro_opens || (flags & O_ACCMODE) != O_RDONLY ||
-	    (flags & (O_CREAT | O_TRUNC | O_PATH)) || (flags & O_TMPFILE) == O_TMPFILE)
+	/* openat2's flags live in memory (struct open_how), where a thread could turn
+	 * them into O_RDWR|O_CREAT after the check; open and openat pass them in a
+	 * register, which cannot change. */
+	if (!c->s->continue_ro_opens || c->e->id == SC_openat2 ||
+	    (flags & O_ACCMODE) != O_RDONLY || (flags & (O_CREAT | O_TRUNC | O_PATH)) ||
+	    (flags & O_TMPFILE) == O_TMPFILE)
 		return false;
 	if (fstat(fd, &st) < 0)
 		return false;
