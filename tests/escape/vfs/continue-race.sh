@@ -40,12 +40,12 @@ race() { # race RULES... -- ALLOWED HIDDEN N: the fixture's output line
 
 # Default profile, no audit: the mode in which read-only opens are continued.
 for rule in "--hide=**/hush" "--deny=**/hush" "--hide=/workspace/hush"; do
-	out=$(race "$rule" -- /workspace/okay /workspace/hush 100000)
+	out=$(race "$rule" -- /workspace/okay /workspace/hush 50000)
 	echo "$out" | grep -qE '^allowed=[1-9][0-9]* hidden=0 '
-	ok $? "namespaced, $rule: 100000 racing opens never read the hidden bytes ($out)"
+	ok $? "namespaced, $rule: 50000 racing opens never read the hidden bytes ($out)"
 done
 
-out=$(race "--hide=**/k.pem" -- /workspace/deep/a.txt /workspace/deep/k.pem 100000)
+out=$(race "--hide=**/k.pem" -- /workspace/deep/a.txt /workspace/deep/k.pem 50000)
 echo "$out" | grep -qE '^allowed=[1-9][0-9]* hidden=0 '
 ok $? "namespaced, a glob match in a subdirectory is covered too ($out)"
 
@@ -68,10 +68,10 @@ if ! grep -q '^#define MOAT_TEST_HOOKS 1' "$MOAT_BUILD/moat-config.h" 2>/dev/nul
 	skip "control: without the covering, a denied glob match is read too" "a build without test_hooks"
 	finish
 fi
-out=$(MOAT_TEST_SKIP_COVER=1 race "--hide=**/hush" -- /workspace/okay /workspace/hush 100000)
+out=$(MOAT_TEST_SKIP_COVER=1 race "--hide=**/hush" -- /workspace/okay /workspace/hush 50000)
 echo "$out" | grep -qE 'hidden=[1-9]'
 ok $? "control: without the covering the race reads the secret after a CONTINUE ($out)"
-out=$(MOAT_TEST_SKIP_COVER=1 race "--deny=**/hush" -- /workspace/okay /workspace/hush 100000)
+out=$(MOAT_TEST_SKIP_COVER=1 race "--deny=**/hush" -- /workspace/okay /workspace/hush 50000)
 echo "$out" | grep -qE 'hidden=[1-9]'
 ok $? "control: without the covering, a denied glob match is read too ($out)"
 finish
