@@ -46,7 +46,7 @@ bool vfs__hides_devices(const struct vfs__rule *m)
 	return m && !streq(m->virt, "/dev") && vfs__path_under("/dev", m->virt);
 }
 
-bool vfs__path_under(const char *path, const char *dir)
+bool vfs_path_under(const char *path, const char *dir)
 {
 	size_t n = strlen(dir);
 
@@ -60,7 +60,7 @@ bool vfs__path_under(const char *path, const char *dir)
  * apply ".." (stopping at "/"). Only for table paths and canonical bases, where no
  * symlink can sit between the components; the walker does the real thing.
  */
-int vfs__normalize(const char *base, const char *path, char *buf, size_t len)
+int vfs_normalize(const char *base, const char *path, char *buf, size_t len)
 {
 	char tmp[PATH_MAX * 2 + 2];
 	size_t o = 0;

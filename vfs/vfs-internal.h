@@ -120,16 +120,23 @@ struct vfs {
 bool vfs__glob_match(const char *pat, const char *path);
 bool vfs__glob_may_match_below(const char *pat, const char *dir);
 bool vfs__glob_moves_with(const char *pat, const char *dir, const char *newdir);
-int vfs__normalize(const char *base, const char *path, char *buf, size_t len);
 const struct vfs__rule *vfs__mount_exact(const struct vfs *v, const char *vpath);
 const struct vfs__rule *vfs__mount_covering(const struct vfs *v, const char *vpath);
 bool vfs__is_implicit(const struct vfs *v, const char *vpath);
 int vfs__implicit_fd(const struct vfs *v, const char *vpath);
 const struct vfs__rule *vfs__glob_latest(const struct vfs *v, const char *vpath);
 bool vfs__rescuable(const struct vfs *v, const struct vfs__rule *block, const char *vpath);
-bool vfs__path_under(const char *path, const char *dir);
 bool vfs__hides_devices(const struct vfs__rule *m);
 void vfs__verdict(struct vfs_verdict *verdict, int err, const char *rule, const char *vpath);
+/* The module's own spelling of the path helpers it exports (vfs.h). */
+static inline int vfs__normalize(const char *base, const char *path, char *buf, size_t len)
+{
+	return vfs_normalize(base, path, buf, len);
+}
+static inline bool vfs__path_under(const char *path, const char *dir)
+{
+	return vfs_path_under(path, dir);
+}
 
 /* dcache.c: see the safety argument at its top */
 struct vfs__dcache;

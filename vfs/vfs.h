@@ -153,6 +153,12 @@ const char *vfs_skeleton(const struct vfs *v);
 int vfs_decide(const struct vfs *v, const char *canonical_vpath, unsigned want,
                struct vfs_verdict *verdict);
 
+/* Path helpers, pure, for whoever reasons about virtual paths outside a walk (replay):
+ * lexical normalization against base, no symlinks followed ("/a/./b/../c" -> "/a/c";
+ * 0 or -ENAMETOOLONG), and whether path is dir or below it. */
+int vfs_normalize(const char *base, const char *path, char *buf, size_t len);
+bool vfs_path_under(const char *path, const char *dir);
+
 /* Canonical JSON of the resolved table (a jansson json_t *, caller decrefs). */
 void *vfs_to_json(const struct vfs *v);
 

@@ -20,7 +20,8 @@ FIXED_DATE='2026-01-01T00:00:00Z'
 # in $W), optional case_NAME_need (tools; missing ones skip the case), case_NAME_ignore
 # (an extended regex of listing paths whose content is not compared: timestamps in them),
 # case_NAME_todo (a known gap another change closes: TAP TODO while it differs), and
-# case_NAME_policy_PROFILE="REGEX|RULE: why": a difference under that profile that the
+# case_NAME_policy_PROFILE or case_NAME_policy_MODE="REGEX|RULE: why": a difference under
+# that profile (default, none) or in that mode (namespaced, unnamespaced) that the
 # policy decides, accepted when the run's output shows it (REGEX).
 
 case_pipeline_cmd='seq 1 2000 | awk "{ s += \$1; print \$1 * 3 }" | sort -rn | head -5 | tee top.txt | wc -l; cat top.txt | tr 0-9 a-j'
@@ -104,6 +105,23 @@ PYW
 case_venv_cmd="$PY"' -m venv --without-pip venv && '"$PY"' -m pip --python venv/bin/python install -q --no-index --disable-pip-version-check --no-compile ./moatcompat-0.1-py3-none-any.whl && venv/bin/python -c "import moatcompat, sys; print(moatcompat.VALUE, sys.prefix == sys.base_prefix)"'
 case_venv_ignore='\.pyc$|/RECORD$|/direct_url\.json$|^venv/bin/'   # compiled files hold mtimes; pip's scripts and records name the venv's path, the same here
 
+# an sdist built here with setuptools (offline), installed by pip into a venv that sees
+# the system's setuptools (--no-build-isolation: no download of build requirements)
+case_sdist_need="python3-venv python3-setuptools"
+case_sdist_setup() {
+	mkdir -p src/moatsdist && echo 'VALUE = 43' >src/moatsdist/__init__.py &&
+		printf 'from setuptools import setup\nsetup(name="moatsdist", version="0.1", packages=["moatsdist"])\n' >src/setup.py &&
+		(cd src && "$PY" setup.py -q sdist -d .. >/dev/null 2>&1) && rm -rf src
+}
+case_sdist_cmd="$PY"' -m venv --without-pip --system-site-packages venv && '"$PY"' -m pip --python venv/bin/python install -q --no-index --no-build-isolation --no-cache-dir --disable-pip-version-check --no-compile ./moatsdist-0.1.tar.gz && venv/bin/python -c "import moatsdist, sys; print(moatsdist.VALUE, sys.prefix == sys.base_prefix)"'
+case_sdist_ignore="$case_venv_ignore"'|\.tar\.gz$'   # the sdist is built afresh for each run: gzip stamps its time
+
+# another user, as root: the full id map of a namespaced run started by root lets its
+# root drop to nobody (a caller that is not root gets EPERM natively and under moat)
+case_users_need="setpriv su"
+case_users_cmd='setpriv --reuid=65534 --regid=65534 --clear-groups id; echo "setpriv: $?"; su nobody -s /bin/sh -c id; echo "su: $?"; '"$PY"' -c "import subprocess; print(subprocess.run([\"id\", \"-u\"], user=65534, group=65534, extra_groups=[], capture_output=True, text=True).stdout.strip())" 2>&1 | tail -1'
+case_users_policy_unnamespaced='setresuid failed: Operation not permitted|unnamespaced mode drops every capability (README, Modes): root cannot change ids or groups'
+
 case_npm_need="node npm"
 case_npm_setup() {
 	mkdir pkgsrc && printf '{"name":"moat-compat-pkg","version":"1.0.0","main":"index.js"}\n' >pkgsrc/package.json &&
@@ -126,13 +144,14 @@ case_npm_extra() {
 	ok $? "npm init -y && npm install ./pkg.tgz with the caller's own HOME ($mode): done in $((SECONDS - t0)) s (limit 30)" "rc=$rc $(head -c 1500 "$TMP/npm.out")"
 }
 
-ALL_CASES=(pipeline umask tar git make pytest mp sqlite proc venv npm)
+ALL_CASES=(pipeline umask tar git make pytest mp sqlite proc venv sdist users npm)
 
 # --- the machinery
 
 have_tool() {
 	case $1 in
 	python3-venv) "$PY" -c 'import ensurepip, venv' 2>/dev/null ;;
+	python3-setuptools) "$PY" -c 'import setuptools' 2>/dev/null ;;
 	*) command -v "$1" >/dev/null ;;
 	esac
 }
@@ -196,6 +215,7 @@ compare_case() {
 		cmp -s "$base.out" "$r.out" || diffs+="stdout:"$'\n'"$(diff "$base.out" "$r.out" | head -20)"$'\n'
 		cmp -s "$base.files" "$r.files" || diffs+="files:"$'\n'"$(diff "$base.files" "$r.files" | head -20)"$'\n'
 		policyvar="case_${c}_policy_${v%%:*}"
+		[ -n "${!policyvar:-}" ] || policyvar="case_${c}_policy_${mode}"
 		if [ -z "$diffs" ]; then
 			pass "$c [$v]: same exit status ($(cat "$r.rc")), stdout and files as native"
 		elif [ -n "${!policyvar:-}" ] && grep -qE -- "${!policyvar%%|*}" "$r.err" "$r.out"; then

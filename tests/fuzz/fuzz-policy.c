@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Policy files (interposer/policy.c) and every directive they reach (vfs_add_directive,
+ * Policy files (interposer/cli/policy.c) and every directive they reach (vfs_add_directive,
  * net_add_directive): the file is parsed, applied on top of `profile none` or the default
  * profile, and written back as canonical JSON. vfs_finalize() is left out: it creates
  * the private directories of tmpfs rules on the host.

@@ -7,7 +7,9 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/un.h>
 
 #include "macros.h"
 #include "net-internal.h"
@@ -272,4 +274,105 @@ int net__from_sockaddr(const struct sockaddr *sa, socklen_t len, bool normalize,
 	*ret_ip = ip;
 	*ret_port = port;
 	return 0;
+}
+
+void net_sockaddr_format(const struct sockaddr_storage *ss, socklen_t len, char *buf,
+                         size_t size)
+{
+	char ip[INET6_ADDRSTRLEN];
+
+	switch (ss->ss_family) {
+	case AF_INET: {
+		const struct sockaddr_in *in = (const void *)ss;
+
+		inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip));
+		snprintf(buf, size, "%s:%u", ip, ntohs(in->sin_port));
+		break;
+	}
+	case AF_INET6: {
+		const struct sockaddr_in6 *in6 = (const void *)ss;
+
+		inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
+		snprintf(buf, size, "[%s]:%u", ip, ntohs(in6->sin6_port));
+		break;
+	}
+	case AF_UNIX: {
+		const struct sockaddr_un *un = (const void *)ss;
+		size_t n = len > offsetof(struct sockaddr_un, sun_path)
+				   ? len - offsetof(struct sockaddr_un, sun_path) : 0;
+
+		if (n && un->sun_path[0] == '\0')
+			snprintf(buf, size, "unix:@%.*s", (int)(n - 1), un->sun_path + 1);
+		else
+			snprintf(buf, size, "unix:%.*s", (int)strnlen(un->sun_path, n), un->sun_path);
+		break;
+	}
+	default:
+		snprintf(buf, size, "family %u", ss->ss_family);
+		break;
+	}
+}
+
+int net_sockaddr_parse(const char *text, struct sockaddr_storage *ret, socklen_t *ret_len)
+{
+	char host[INET6_ADDRSTRLEN + 1];
+	const char *colon, *h = text;
+	struct net_ip ip;
+	unsigned long port;
+	size_t hl;
+	char *end;
+
+	memset(ret, 0, sizeof(*ret));
+	if (text[0] == '[') {
+		const char *rb = strchr(text, ']');
+
+		if (!rb || rb[1] != ':')
+			return -EINVAL;
+		h = text + 1;
+		hl = (size_t)(rb - h);
+		colon = rb + 1;
+	} else {
+		colon = strrchr(text, ':');
+		if (!colon)
+			return -EINVAL;
+		hl = (size_t)(colon - text);
+	}
+	if (hl == 0 || hl >= sizeof(host))
+		return -EINVAL;
+	memcpy(host, h, hl);
+	host[hl] = '\0';
+	port = strtoul(colon + 1, &end, 10);
+	if (*end || end == colon + 1 || port > 65535)
+		return -EINVAL;
+	/* IPv6 only in brackets, IPv4 only without: the spelling net_sockaddr_format() gives */
+	if (net__parse_ip(host, &ip) < 0 || (ip.family == AF_INET6) != (text[0] == '['))
+		return -EINVAL;
+	if (ip.family == AF_INET) {
+		struct sockaddr_in *in = (void *)ret;
+
+		in->sin_family = AF_INET;
+		memcpy(&in->sin_addr, ip.bytes, 4);
+		in->sin_port = htons((uint16_t)port);
+		*ret_len = sizeof(*in);
+	} else {
+		struct sockaddr_in6 *in6 = (void *)ret;
+
+		in6->sin6_family = AF_INET6;
+		memcpy(&in6->sin6_addr, ip.bytes, 16);
+		in6->sin6_port = htons((uint16_t)port);
+		*ret_len = sizeof(*in6);
+	}
+	return 0;
+}
+
+bool net_sockaddr_is_loopback(const struct sockaddr_storage *ss)
+{
+	struct net_ip ip;
+	const char *what;
+	uint16_t port;
+
+	/* normalised, 0.0.0.0 and :: are loopback already, and a mapped form is IPv4 */
+	if (net__from_sockaddr((const struct sockaddr *)ss, sizeof(*ss), true, &ip, &port) < 0)
+		return false;
+	return classify_plain(&ip, &what) == NET_CLASS_LOCAL && streq(what, "loopback");
 }

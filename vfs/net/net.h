@@ -154,6 +154,17 @@ int net_decide(const struct net *n, const struct sockaddr *sa, socklen_t len, in
 int net_decide_bind(const struct net *n, const struct sockaddr *sa, socklen_t len,
                     int sock_type, struct net_verdict *v);
 
+/* --- socket addresses as text ------------------------------------------------------ */
+
+/* The one spelling of a destination in -v lines, audit records and replay: "10.0.0.1:443",
+ * "[::1]:53", "unix:/path", "unix:@abstract" (len bounds the unix path), "family N". */
+void net_sockaddr_format(const struct sockaddr_storage *ss, socklen_t len, char *buf,
+                         size_t size);
+/* The inverse for internet destinations: 0, or -EINVAL (unix:, a name, no port...). */
+int net_sockaddr_parse(const char *text, struct sockaddr_storage *ret, socklen_t *ret_len);
+/* Loopback, or an address connect() sends there (0.0.0.0, ::, their IPv4-mapped forms). */
+bool net_sockaddr_is_loopback(const struct sockaddr_storage *ss);
+
 /* --- DNS --------------------------------------------------------------------------- */
 
 #define NET_DNS_NAME_MAX 254  /* 253 characters of dotted name + NUL */

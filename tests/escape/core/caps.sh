@@ -79,12 +79,12 @@ for mode in namespaced unnamespaced; do
 	cleanup_host
 
 	# Namespaced under root, the full id map lets the sandbox's root become another
-	# user: CAP_SETUID and CAP_SETGID (0xc0) stay, in its own user namespace, and
-	# nothing else; every other case keeps nothing.
+	# user: CAP_SETUID, CAP_SETGID and CAP_KILL (0xe0) stay, in its own user
+	# namespace, and nothing else; every other case keeps nothing.
 	want=0000000000000000
-	[ "$mode" = namespaced ] && [ "$(id -u)" -eq 0 ] && want=$'0000000000000000\n00000000000000c0'
+	[ "$mode" = namespaced ] && [ "$(id -u)" -eq 0 ] && want=$'0000000000000000\n00000000000000e0'
 	if [ -n "$cmd" ] && [ "$caps" = "$want" ]; then
-		pass "$mode: the command's permitted, effective, bounding and ambient sets hold nothing beyond setuid/setgid in its own namespace"
+		pass "$mode: the command's permitted, effective, bounding and ambient sets hold nothing beyond setuid/setgid/kill in its own namespace"
 	else
 		fail "$mode: the command's capability sets are empty" \
 			"pid '$cmd': $(grep Cap "/proc/$cmd/status" 2>&1); sandbox: $(cat out.txt)"

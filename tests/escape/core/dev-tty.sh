@@ -2,7 +2,7 @@
 # The command runs in a new session with no controlling terminal (unless --tty), but
 # the supervisor performs its opens: /dev/tty must be the caller's terminal, never the
 # supervisor's. Each case starts moat from a pty that is its controlling terminal
-# (tty-inject.py, "the user's terminal"), with moat's own stdio on files, and reads what
+# (pty-run.py, "the user's terminal"), with moat's own stdio on files, and reads what
 # reached that terminal from outside.
 . "$MOAT_SRC/tests/lib/tap.sh"
 
@@ -15,7 +15,7 @@ cd "$TMP" || exit 1
 # its stdio on files; prints what reached the terminal. The script's own output is in
 # out.txt.
 on_terminal() {
-	python3 "$HERE/tty-inject.py" sh -c "exec \"\$0\" run -q --mode $1 $2 -- sh -c '$3' \
+	python3 "$HERE/pty-run.py" --raw sh -c "exec \"\$0\" run -q --mode $1 $2 -- sh -c '$3' \
 		>out.txt 2>&1 </dev/null" "$MOAT" 2>&1
 }
 

@@ -95,15 +95,15 @@ case_tiocsti_pty() {
 }
 
 # TIOCSTI into the terminal moat was started from (--tty): the byte must not be
-# in that terminal's input queue afterwards, as read by tty-inject.py outside.
+# in that terminal's input queue afterwards, as read by pty-run.py outside.
 case_tiocsti_tty() {
 	local mode=$1 variant=$2 out name
 	name="ioctl(0, TIOCSTI${variant:+|garbage<<32}) on the user's terminal (--tty)"
-	if ! out=$(python3 "$HERE/tty-inject.py" "$MOAT" run -q --tty --mode "$mode" -- ./escape-core tiocsti_fd0 $variant 2>&1); then
-		fail "$name [$mode]" "tty-inject.py failed: $out"; return
+	if ! out=$(python3 "$HERE/pty-run.py" --raw "$MOAT" run -q --tty --mode "$mode" -- ./escape-core tiocsti_fd0 $variant 2>&1); then
+		fail "$name [$mode]" "pty-run.py failed: $out"; return
 	fi
-	if ! grep -q "^INJECTED b''" <<<"$out"; then
-		fail "$name [$mode]" "bytes reached the terminal's input queue: $(grep '^INJECTED' <<<"$out")"
+	if ! grep -q "^UNREAD b''" <<<"$out"; then
+		fail "$name [$mode]" "bytes reached the terminal's input queue: $(grep '^UNREAD' <<<"$out")"
 	elif ! grep -q "^HELD" <<<"$out"; then
 		fail "$name [$mode]" "$(tr '\n' ' ' <<<"$out")"
 	else

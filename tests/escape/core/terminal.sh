@@ -4,7 +4,7 @@
 # terminal itself, open read-write: the sandbox read keystrokes from fd 1 and turned
 # echo off with TCSETS (which checks neither the fd's mode nor, from outside the
 # terminal's session, the caller), and echo stayed off after moat exited. Each case
-# starts moat from a pty that is its controlling terminal (term-typed.py), types a
+# starts moat from a pty that is its controlling terminal (pty-run.py), types a
 # line once the sandbox is listening on fds 0-2, and reads from outside: the line is
 # still unread in the terminal's input queue, nothing of it reached the sandbox (a
 # file it wrote), and echo is still on when moat has exited. With --stdin the sandbox
@@ -49,7 +49,7 @@ PYEOF
 SECRET="typed-$$-$RANDOM"
 for mode in namespaced unnamespaced; do
 	rm -f got.txt
-	term=$(python3 "$HERE/term-typed.py" "$SECRET" "$MOAT" run -q --mode "$mode" -- python3 listen.py 2>&1)
+	term=$(python3 "$HERE/pty-run.py" --type "$SECRET" "$MOAT" run -q --mode "$mode" -- python3 listen.py 2>&1)
 
 	if [ -e got.txt ] && ! grep -q "$SECRET" got.txt && echo "$term" | grep -q "UNREAD b'$SECRET"; then
 		pass "$mode: the line typed into the terminal is still unread, and not in the sandbox"
@@ -63,13 +63,13 @@ for mode in namespaced unnamespaced; do
 	ok $? "$mode: the sandbox's output reached the terminal, moat exited 0 (control)" "$term"
 
 	# --stdin hands the terminal over as stdin, as asked: its settings are put back
-	term=$(python3 "$HERE/term-typed.py" "$SECRET" "$MOAT" run -q --mode "$mode" --stdin -- \
+	term=$(python3 "$HERE/pty-run.py" --type "$SECRET" "$MOAT" run -q --mode "$mode" --stdin -- \
 		python3 listen.py 2>&1)
 	echo "$term" | grep -qx "ECHO on" && echo "$term" | grep -q "SANDBOX-DONE"
 	ok $? "$mode: with --stdin, echo turned off on stdin is on again after moat exited" "$term"
 
 	# control: with --tty the terminal is shared, as documented
-	term=$(python3 "$HERE/term-typed.py" "$SECRET" "$MOAT" run -q --mode "$mode" --tty -- \
+	term=$(python3 "$HERE/pty-run.py" --type "$SECRET" "$MOAT" run -q --mode "$mode" --tty -- \
 		sh -c 'echo READY; read -r line; echo "got <$line>"' 2>&1)
 	echo "$term" | grep -q "got <$SECRET>"
 	ok $? "$mode: with --tty the command reads the terminal (control)" "$term"

@@ -9,7 +9,7 @@ command -v python3 >/dev/null || skip_all "python3 is needed"
 cd "$TMP" || exit 1
 
 # Creations under two umasks: mkdir, open(O_CREAT) with 0666 and 0777, mkfifo, a unix
-# socket's bind (net.c), O_TMPFILE made visible with linkat; then the modes, listed.
+# socket's bind (sock.c), O_TMPFILE made visible with linkat; then the modes, listed.
 cat > creates.py <<'PYEOF'
 import os, socket, stat, sys
 for um in (0o002, 0o077, 0o027):

@@ -4,7 +4,7 @@
 # gets NXDOMAIN (namespaced: from the supervisor's responder at the sandbox's
 # 127.0.0.1:53) and the host server never sees the question - not through the
 # resolver, not by sending to the server directly. Allowed names are answered.
-# Unnamespaced mode has no responder (see interposer/net.c): there queries to a server
+# Unnamespaced mode has no responder (see interposer/core/sock.c): there queries to a server
 # no rule names are denied, and the run says what it cannot give.
 . "$MOAT_SRC/tests/lib/tap.sh"
 . "$MOAT_SRC/tests/live/net/lib.sh"

@@ -107,50 +107,22 @@ static pid_t proc_to_sandbox(void *ud, pid_t host)
 	return m->namespaced ? read_nspid(host) : host;
 }
 
-/* The threads of pid other than its leader whose sandbox tid is want, or -ESRCH. */
-static pid_t find_thread(pid_t pid, pid_t want)
-{
-	char p[64];
-	DIR *d;
-	struct dirent *de;
-	pid_t r = -ESRCH;
-
-	snprintf(p, sizeof(p), "/proc/%d/task", pid);
-	d = opendir(p);
-	if (!d)
-		return -ESRCH;
-	while (r < 0 && (de = readdir(d))) {
-		pid_t t = (pid_t)strtol(de->d_name, NULL, 10);
-
-		if (t > 0 && t != pid && read_nspid(t) == want)
-			r = t;
-	}
-	closedir(d);
-	return r;
-}
-
 /*
  * The host pid of the sandbox's pid want, searched below root through the children
  * files: processes only. With threads set, each process's other threads are looked at
  * too (a tid is a pid as well: /proc/<tid> and /proc/<pid>/task/<tid> name threads).
+ * A child is listed in the children file of the thread that forked it, so every
+ * thread's file is read: a multi-threaded runtime (Go's) forks from any thread.
  */
-static pid_t find_nspid(pid_t root, pid_t want, int depth, bool threads)
+static pid_t find_nspid(pid_t root, pid_t want, int depth, bool threads);
+
+static pid_t find_in_children(pid_t root, pid_t tid, pid_t want, int depth, bool threads)
 {
 	char p[64], buf[8192];
 	_cleanup_close_ int fd = -1;
 	ssize_t n;
 
-	if (depth > 0 && read_nspid(root) == want)
-		return root;
-	if (depth > 0 && threads) {
-		pid_t t = find_thread(root, want);
-
-		if (t > 0)
-			return t;
-	}
-	if (depth > 64)
-		return -ESRCH;
-	snprintf(p, sizeof(p), "/proc/%d/task/%d/children", root, root);
+	snprintf(p, sizeof(p), "/proc/%d/task/%d/children", root, tid);
 	fd = open(p, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -ESRCH;
@@ -169,6 +141,38 @@ static pid_t find_nspid(pid_t root, pid_t want, int depth, bool threads)
 		s = end;
 	}
 	return -ESRCH;
+}
+
+static pid_t find_nspid(pid_t root, pid_t want, int depth, bool threads)
+{
+	char p[64];
+	DIR *d;
+	struct dirent *de;
+	pid_t r = -ESRCH;
+
+	if (depth > 0 && read_nspid(root) == want)
+		return root;
+	/* the leader first: a single-threaded process has no other thread */
+	if (depth <= 64)
+		r = find_in_children(root, root, want, depth, threads);
+	if (r > 0)
+		return r;
+	snprintf(p, sizeof(p), "/proc/%d/task", root);
+	d = opendir(p);
+	if (!d)
+		return -ESRCH;
+	while (r < 0 && (de = readdir(d))) {
+		pid_t t = (pid_t)strtol(de->d_name, NULL, 10);
+
+		if (t <= 0 || t == root)
+			continue;
+		if (depth > 0 && threads && read_nspid(t) == want)
+			r = t;
+		else if (depth <= 64)
+			r = find_in_children(root, t, want, depth, threads);
+	}
+	closedir(d);
+	return r > 0 ? r : -ESRCH;
 }
 
 static pid_t proc_to_host(void *ud, pid_t sandbox_pid)

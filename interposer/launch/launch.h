@@ -1,30 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * interposer internals: the supervisor.
+ * launch/: what the supervisor starts and how, below the notification core.
  *
- * Lifecycle: the CLI fills struct sup_opts (the vfs and net built from options and policy
- * files) -> sup_run() (spawn, notification loop, limits, reaping, report; returns the
- * exit status moat should exit with). The filter is compiled at build time (filter.c).
- *
- * One notification makes exactly one pass: notify.c receives it, dispatch.c decodes it
- * with syscall-table, copies arguments with mem.c, re-validates the id, asks vfs (or the
- * network layer) for a decision and the emulated result, replies, and hands an audit
- * record to the audit writer.
+ * The CLI fills struct sup_opts; core/sup.c probes struct sup_features and hands both to
+ * spawn.c (spawn.h), which builds the keeper and the command. Nothing here knows the
+ * notification loop: launch/ includes no header of core/ or cli/.
  */
 #pragma once
 
-#include <linux/seccomp.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "sc.h"
-
 struct vfs;
 struct net;
-struct audit_writer;
-struct sup;
 struct proc_map;
 
 enum sup_mode { SUP_MODE_AUTO, SUP_MODE_NAMESPACED, SUP_MODE_UNNAMESPACED };
@@ -74,21 +63,6 @@ struct sup_opts {
 	char policy_hash[65];
 };
 
-/* Exit reasons, for --report and the audit footer. */
-enum sup_reason {
-	SUP_REASON_EXITED,
-	SUP_REASON_SIGNALED,
-	SUP_REASON_TIMEOUT,
-	SUP_REASON_MEMORY,
-	SUP_REASON_PIDS,
-	SUP_REASON_CPU,
-	SUP_REASON_SUPERVISOR_SIGNAL,
-	SUP_REASON_SETUP_FAILED,
-	SUP_REASON_EXEC_FAILED,
-	_SUP_REASON_MAX,
-};
-const char *sup_reason_name(enum sup_reason r);
-
 /* Kernel features, probed once at start; recorded in --report and the audit header. */
 struct sup_features {
 	bool user_ns;                 /* we can create a user namespace */
@@ -101,12 +75,6 @@ struct sup_features {
 	int cgroup;                   /* 0 none, 1 v1, 2 v2 */
 	char kernel[65];
 };
-void sup_probe_features(struct sup_features *f);
-
-int sup_run(struct sup_opts *o);
-/* moat failed before sup_run() could (a policy it cannot use): write --report, if asked
- * for, with reason setup-failed and why. */
-void sup_report_failure(struct sup_opts *o, const char *why);
 
 /* confine.c: once set up, the supervisor drops the capabilities it no longer needs and
  * installs its own seccomp filter. Before any thread is started. unmount: it has mounts
@@ -128,21 +96,8 @@ int sup_filter_precompiled(enum sup_filter_kind kind, struct sock_fprog *ret_pro
 enum sup_filter_kind sup_filter_kind_of(bool namespaced, bool strict_hide, bool audit,
 					const struct vfs *v);
 int sup_filter_install(const struct sock_fprog *prog, bool wait_killable);
-
-/* mem.c: bounded copies from and to the tracee. */
-int mem_read(pid_t tid, uint64_t addr, void *buf, size_t len);
-/* Copy a NUL-terminated string of at most len-1 bytes: -ENAMETOOLONG past that. */
-int mem_read_string(pid_t tid, uint64_t addr, char *buf, size_t len);
-int mem_write(pid_t tid, uint64_t addr, const void *buf, size_t len);
-
-/* notify.c: the only file that issues SECCOMP_IOCTL_NOTIF_* ioctls. */
-int notify_sizes(struct seccomp_notif_sizes *ret);
-int notify_recv(int listener, struct seccomp_notif *req);
-bool notify_id_valid(int listener, uint64_t id);
-int notify_reply(int listener, uint64_t id, int64_t val, int err);
-int notify_continue(int listener, uint64_t id);
-/* Install srcfd in the tracee and make the syscall return the new fd number. */
-int notify_addfd_send(int listener, uint64_t id, int srcfd, unsigned newfd_flags);
-/* Install srcfd at exactly fd number newfd (replacing it), without replying. */
-int notify_addfd_at(int listener, uint64_t id, int srcfd, int newfd, unsigned newfd_flags);
-int notify_set_sync_wake_up(int listener);
+/* The syscalls whose pid argument the filter sends to the supervisor when it is not the
+ * caller's own (derived from the table's argument kinds): dispatch's handle_pid_arg()
+ * answers exactly these. */
+struct sc_entry;
+bool sup_filter_names_pid(const struct sc_entry *e);

@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "sup.h"
+#include "launch.h"
 
 enum sync_type {
 	SYNC_GO = 1,          /* supervisor -> child: uid maps and cgroups are in place */
@@ -26,7 +26,7 @@ enum sync_type {
 	SYNC_STATUS,          /* init -> supervisor: value = the command's wait status */
 	SYNC_MOUNTS_READY,    /* keeper -> supervisor: the sandbox's root is built (namespaced) */
 	SYNC_DNS,             /* init -> supervisor: SCM_RIGHTS = the sandbox's DNS socket,
-	                         or none and value = errno (sandbox-net.c) */
+	                         or none and value = errno (netns.c) */
 	SYNC_ARGV,            /* supervisor -> keeper (--start-fd): value = the length of
 	                         the next message, the command's argv packed NUL-separated */
 };

@@ -61,8 +61,8 @@ struct sup_ctx {
 	bool continue_ro_opens;
 	struct vfs *vfs;
 	struct net *net;
-	struct sup_net *netst;            /* net.c: pending connects, the DNS socket */
-	int epfd;                         /* the loop's epoll set (net.c adds sockets to it) */
+	struct sup_net *netst;            /* sock.c: pending connects, the DNS socket */
+	int epfd;                         /* the loop's epoll set (sock.c adds sockets to it) */
 	struct audit_writer *audit;
 	struct proctrack *proctrack;      /* process records and sandbox ids (proctrack.c) */
 	struct events *events;            /* --events: live JSON lines, or NULL */
@@ -127,10 +127,10 @@ int exectrace_watch(struct sup_ctx *s, pid_t tid, const struct stat *checked,
 		    uint64_t *ret_token);
 void exectrace_armed(struct sup_ctx *s, pid_t tid, uint64_t token);
 
-/* net.c: socket syscalls (connect, bind, sendto, sendmsg, sendmmsg). */
+/* sock.c: socket syscalls (connect, bind, sendto, sendmsg, sendmmsg). */
 void handle_net(struct sup_call *c);
-/* net.c, for the loop: an event on an fd that net.c added to the epoll set (a deferred
- * connect, the DNS socket); false when fd is not net.c's. */
+/* sock.c, for the loop: an event on an fd that sock.c added to the epoll set (a deferred
+ * connect, the DNS socket); false when fd is not sock.c's. */
 bool sup_net_event(struct sup_ctx *s, int fd, uint32_t events);
 /* Takes ownership of the sandbox's DNS socket (namespaced mode) and serves it. */
 int sup_net_dns_fd(struct sup_ctx *s, int fd);

@@ -31,10 +31,11 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "launch.h"
 #include "log.h"
 #include "macros.h"
 #include "missing-seccomp.h"
-#include "sup.h"
+#include "sc.h"
 
 #ifndef TIOCLINUX
 #define TIOCLINUX 0x541C
@@ -65,28 +66,27 @@ static const uint32_t ioctl_denied[] = {
 };
 
 /*
- * Syscalls that name a process by its pid in argument 0. Pid 0 is the caller (a
- * register value, checked here); any other pid goes to the supervisor, which lets the
- * call through only for the sandbox's own processes (dispatch.c, handle_pid_arg()).
+ * Syscalls that name a process, from the table: those checked in the filter (args) whose
+ * argument 0 is a pid, and the (which, who) pairs whose who may be a pid. Pid 0 is the
+ * caller (a register value, checked here); any other pid goes to the supervisor, which
+ * lets the call through only for the sandbox's own processes (dispatch.c,
+ * handle_pid_arg()).
  */
-static bool pid_in_arg0(enum sc_id id)
+static bool pid_in_arg0(const struct sc_entry *e)
 {
-	switch (id) {
-	case SC_prlimit64:
-	case SC_sched_setparam:
-	case SC_sched_getparam:
-	case SC_sched_setscheduler:
-	case SC_sched_getscheduler:
-	case SC_sched_setaffinity:
-	case SC_sched_getaffinity:
-	case SC_sched_setattr:
-	case SC_sched_getattr:
-	case SC_sched_rr_get_interval:
-	case SC_migrate_pages:
-	case SC_move_pages:
-		return true;
+	return e->handling == SC_ARGS && e->nargs > 0 && e->arg[0] == SC_ARG_PID;
+}
+
+bool sup_filter_names_pid(const struct sc_entry *e)
+{
+	switch (e->id) {
+	case SC_setpriority:
+	case SC_getpriority:
+	case SC_ioprio_set:
+	case SC_ioprio_get:
+		return e->handling == SC_ARGS;
 	default:
-		return false;
+		return pid_in_arg0(e);
 	}
 }
 
@@ -152,9 +152,12 @@ static int add_arg_rules(scmp_filter_ctx ctx, const struct sc_entry *e)
 					     SCMP_A0(SCMP_CMP_NE, AF_NETLINK),
 					     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_RAW));
 		/* libc needs NETLINK_ROUTE (getifaddrs); other netlink families reach
-		 * kernel subsystems the sandbox has no business with (audit, netfilter...). */
+		 * kernel subsystems the sandbox has no business with (audit, netfilter...).
+		 * They fail as on a kernel built without them: programs take that for
+		 * "not here" and go on (PAM, so su and login tools, treats any other
+		 * error of its audit socket as a system error). */
 		if (r >= 0)
-			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(err), e->nr, 2,
+			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPROTONOSUPPORT), e->nr, 2,
 					     SCMP_A0(SCMP_CMP_EQ, AF_NETLINK),
 					     SCMP_A2(SCMP_CMP_NE, 0));
 		return r;
@@ -166,30 +169,27 @@ static int add_arg_rules(scmp_filter_ctx ctx, const struct sc_entry *e)
 					SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffu, PR_SET_NAME));
 	case SC_setpriority:
 	case SC_getpriority:
-		/* (which, who): only PRIO_PROCESS of the caller is native; other processes,
+	case SC_ioprio_set:
+	case SC_ioprio_get: {
+		/* (which, who): only one process, the caller, is native; other processes,
 		 * and whole process groups and users, go to the supervisor. Both are ints to
 		 * the kernel: a full 64-bit zero is an int zero. */
+		bool io = e->id == SC_ioprio_set || e->id == SC_ioprio_get;
+
 		r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, e->nr, 1,
-				     SCMP_A0(SCMP_CMP_NE, PRIO_PROCESS));
+				     SCMP_A0(SCMP_CMP_NE, io ? IOPRIO_WHO_PROCESS : PRIO_PROCESS));
 		if (r >= 0)
 			r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, e->nr, 1,
 					     SCMP_A1(SCMP_CMP_NE, 0));
 		return r;
-	case SC_ioprio_set:
-	case SC_ioprio_get:
-		r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, e->nr, 1,
-				     SCMP_A0(SCMP_CMP_NE, IOPRIO_WHO_PROCESS));
-		if (r >= 0)
-			r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, e->nr, 1,
-					     SCMP_A1(SCMP_CMP_NE, 0));
-		return r;
+	}
 	case SC_personality:
 		/* Only PER_LINUX and the 0xffffffff query are allowed; libseccomp cannot
 		 * express "neither of two values" in one rule, so the supervisor decides on
 		 * the register value (no tracee memory involved, so CONTINUE is safe). */
 		return seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, e->nr, 0);
 	default:
-		if (pid_in_arg0(e->id))
+		if (pid_in_arg0(e))
 			return seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, e->nr, 1,
 						SCMP_A0(SCMP_CMP_NE, 0));
 		log_debug("no argument rules for %s; left native", e->name);

@@ -27,7 +27,7 @@
 #include "log.h"
 #include "macros.h"
 #include "net.h"
-#include "sandbox-net.h"
+#include "netns.h"
 #include "spawn.h"
 #include "vfs.h"
 
@@ -76,7 +76,7 @@ int sup_net_prepare(struct vfs *v, struct net *n, bool namespaced, char *not_enf
 	}
 
 	/*
-	 * Unnamespaced: see the comment above sup_net_dns_fd() (net.c) for why there is no
+	 * Unnamespaced: see the comment above sup_net_dns_fd() (sock.c) for why there is no
 	 * responder. DNS datagrams are decided like any traffic, so queries leave only to a
 	 * nameserver a rule names. Exact names of the rules, resolved here, reach the
 	 * program through /etc/hosts (glibc, musl and Go read it before DNS); wildcard names

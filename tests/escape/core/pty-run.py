@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
-"""Run a command from a user's terminal, type a line into it, report what is left.
+"""Run a command from a user's terminal, optionally type a line into it, report what is left.
 
-    term-typed.py TEXT COMMAND [ARG...]
+    pty-run.py [--raw] [--type TEXT] COMMAND [ARG...]
 
-A new pty, in its usual cooked mode with echo on, becomes the controlling terminal
-of a new session running COMMAND with stdin, stdout and stderr on it, the way an
-interactive shell starts a command. Once the command has printed READY, TEXT and a
-newline are typed into the terminal. When the command has exited, prints what the
-terminal showed, then "EXIT <status>", "ECHO on|off" (the terminal's echo flag as
-the command left it) and "UNREAD <repr>" (what is still in the terminal's input
-queue, unread by anyone).
+A new pty becomes the controlling terminal of a new session running COMMAND with stdin,
+stdout and stderr on it, the way an interactive shell starts a command. The terminal is
+in its usual cooked mode with echo on, or raw with --raw. With --type, once the command
+has printed READY, TEXT and a newline are typed into the terminal. When the command has
+exited, prints what the terminal showed, then "EXIT <status>", "ECHO on|off" (the
+terminal's echo flag as the command left it) and "UNREAD <repr>": what is still in the
+terminal's input queue, unread by anyone. Without --type nobody typed anything, so
+whatever is there was pushed from inside (TIOCSTI).
 """
 import fcntl
 import os
@@ -17,12 +18,27 @@ import select
 import sys
 import termios
 import time
+import tty
 
-text = sys.argv[1].encode()
+args = sys.argv[1:]
+raw = False
+text = None
+while args and args[0].startswith("--"):
+    opt = args.pop(0)
+    if opt == "--raw":
+        raw = True
+    elif opt == "--type":
+        text = args.pop(0).encode()
+    else:
+        sys.exit(f"pty-run.py: unknown option {opt}")
+
 master, slave = os.openpty()
-attrs = termios.tcgetattr(slave)
-attrs[3] |= termios.ECHO | termios.ICANON
-termios.tcsetattr(slave, termios.TCSANOW, attrs)
+if raw:
+    tty.setraw(slave)
+else:
+    attrs = termios.tcgetattr(slave)
+    attrs[3] |= termios.ECHO | termios.ICANON
+    termios.tcsetattr(slave, termios.TCSANOW, attrs)
 pid = os.fork()
 if pid == 0:
     os.close(master)
@@ -33,12 +49,12 @@ if pid == 0:
     if slave > 2:
         os.close(slave)
     try:
-        os.execvp(sys.argv[2], sys.argv[2:])
+        os.execvp(args[0], args)
     finally:
         os._exit(127)
 
 out = b""
-typed = False
+typed = text is None
 status = None
 deadline = time.monotonic() + 60
 while time.monotonic() < deadline:
@@ -58,6 +74,7 @@ while time.monotonic() < deadline:
 if status is None:
     os.kill(pid, 9)
     os.waitpid(pid, 0)
+# Output written just before exit may still be in flight.
 while select.select([master], [], [], 0.1)[0]:
     try:
         chunk = os.read(master, 4096)

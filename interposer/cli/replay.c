@@ -72,7 +72,7 @@
 #include "policy.h"
 #include "proc-ops.h"
 #include "replay.h"
-#include "sandbox-net.h"
+#include "netns.h"
 #include "sc.h"
 #include "vfs.h"
 
@@ -80,58 +80,6 @@
 #define EXIT_USAGE 2
 
 /* --- shared helpers ------------------------------------------------------------------ */
-
-/* Lexical normalization against base (no symlinks followed): "/a/./b/../c" -> "/a/c". */
-static int normalize(const char *base, const char *path, char *buf, size_t len)
-{
-	char tmp[PATH_MAX * 2 + 2];
-	size_t o = 1;
-	int n;
-
-	if (path[0] == '/')
-		n = snprintf(tmp, sizeof(tmp), "%s", path);
-	else
-		n = snprintf(tmp, sizeof(tmp), "%s/%s", base ? base : "/", path);
-	if (n < 0 || (size_t)n >= sizeof(tmp) || len < 2)
-		return -ENAMETOOLONG;
-	buf[0] = '/';
-	for (const char *p = tmp; *p;) {
-		const char *e;
-		size_t cl;
-
-		while (*p == '/')
-			p++;
-		if (!*p)
-			break;
-		e = strchrnul(p, '/');
-		cl = (size_t)(e - p);
-		if (cl == 2 && p[0] == '.' && p[1] == '.') {
-			while (o > 1 && buf[o - 1] != '/')
-				o--;
-			if (o > 1)
-				o--;
-		} else if (!(cl == 1 && p[0] == '.')) {
-			if (o > 1)
-				buf[o++] = '/';
-			if (o + cl + 1 >= len)
-				return -ENAMETOOLONG;
-			memcpy(buf + o, p, cl);
-			o += cl;
-		}
-		p = e;
-	}
-	buf[o] = '\0';
-	return 0;
-}
-
-static bool path_under(const char *path, const char *dir)
-{
-	size_t n = strlen(dir);
-
-	if (streq(dir, "/"))
-		return path[0] == '/';
-	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
-}
 
 /* Whether name is in the |-separated list text ("O_WRONLY|O_CREAT"). */
 static bool has_flag(const char *text, const char *name)
@@ -222,67 +170,16 @@ static struct call_need call_need(const struct audit_sys *s)
 	} else if (streq(n, "connect") || streq(n, "bind") || streq(n, "sendto") ||
 		   streq(n, "sendmsg") || streq(n, "sendmmsg") || streq(n, "listen")) {
 		/* listen is recorded with an address only when it was decided as a bind of
-		 * the socket's local address (net.c: handle_listen) */
+		 * the socket's local address (sock.c: handle_listen) */
 		k.kind = CALL_NET;
 		k.binding = streq(n, "bind") || streq(n, "listen");
 		k.sock_type = streq(n, "connect") || k.binding ? SOCK_STREAM : SOCK_DGRAM;
-		/* a unix connect or send uses the socket, as a read (net.c: decide_unix) */
+		/* a unix connect or send uses the socket, as a read (sock.c: decide_unix) */
 		k.want = k.binding ? VFS_WANT_CREATE | VFS_WANT_WRITE : VFS_WANT_READ;
 	} else {
 		k.kind = CALL_NONE;
 	}
 	return k;
-}
-
-/* "10.0.0.1:443", "[::1]:53" -> sockaddr. Returns 0 or -EINVAL (unix:, family N, ...). */
-static int parse_inet(const char *text, struct sockaddr_storage *ss, socklen_t *ret_len)
-{
-	char host[INET6_ADDRSTRLEN + 1];
-	const char *colon, *h = text;
-	size_t hl;
-	unsigned long port;
-	char *end;
-
-	memset(ss, 0, sizeof(*ss));
-	if (text[0] == '[') {
-		const char *rb = strchr(text, ']');
-
-		if (!rb || rb[1] != ':')
-			return -EINVAL;
-		h = text + 1;
-		hl = (size_t)(rb - h);
-		colon = rb + 1;
-	} else {
-		colon = strrchr(text, ':');
-		if (!colon)
-			return -EINVAL;
-		hl = (size_t)(colon - text);
-	}
-	if (hl == 0 || hl >= sizeof(host))
-		return -EINVAL;
-	memcpy(host, h, hl);
-	host[hl] = '\0';
-	port = strtoul(colon + 1, &end, 10);
-	if (*end || end == colon + 1 || port > 65535)
-		return -EINVAL;
-	if (text[0] != '[') {
-		struct sockaddr_in *in = (void *)ss;
-
-		if (inet_pton(AF_INET, host, &in->sin_addr) != 1)
-			return -EINVAL;
-		in->sin_family = AF_INET;
-		in->sin_port = htons((uint16_t)port);
-		*ret_len = sizeof(*in);
-	} else {
-		struct sockaddr_in6 *in6 = (void *)ss;
-
-		if (inet_pton(AF_INET6, host, &in6->sin6_addr) != 1)
-			return -EINVAL;
-		in6->sin6_family = AF_INET6;
-		in6->sin6_port = htons((uint16_t)port);
-		*ret_len = sizeof(*in6);
-	}
-	return 0;
 }
 
 /* The path a denied record was about: the recorded prefix, extended to the path the
@@ -295,7 +192,7 @@ static const char *subject_path(const struct audit_sys *s, const char *cwd, char
 	if (!res)
 		return NULL;
 	if (s->decision == AUDIT_DENIED && s->path && s->path[0] &&
-	    normalize(cwd, s->path, buf, len) == 0 && path_under(buf, res))
+	    vfs_normalize(cwd, s->path, buf, len) == 0 && vfs_path_under(buf, res))
 		return buf;
 	return res;
 }
@@ -368,7 +265,7 @@ struct replay {
 	bool json;
 };
 
-/* The rule net.c names when a namespaced sandbox reaches a server of its own. */
+/* The rule sock.c names when a namespaced sandbox reaches a server of its own. */
 #define OWN_LOOPBACK_RULE "the sandbox's own loopback (its network namespace)"
 
 /*
@@ -461,7 +358,7 @@ static bool replay_decide(struct replay *R, const struct audit_sys *s, struct ou
 		socklen_t len;
 		int r;
 
-		if (parse_inet(s->addr, &ss, &len) < 0)
+		if (net_sockaddr_parse(s->addr, &ss, &len) < 0)
 			return false;
 		if (!k.binding && moat_own_destination(R, s, &ss)) {
 			R->infra++;
@@ -489,7 +386,7 @@ static bool replay_decide(struct replay *R, const struct audit_sys *s, struct ou
 		char p2[PATH_MAX];
 
 		if ((s->path2[0] == '/' || s->decision != AUDIT_DENIED) &&
-		    normalize(R->ri.cwd, s->path2, p2, sizeof(p2)) == 0) {
+		    vfs_normalize(R->ri.cwd, s->path2, p2, sizeof(p2)) == 0) {
 			struct outcome o2;
 
 			decide_path(R, p2, k.want2, &o2);
@@ -754,7 +651,7 @@ static int host_walk(struct suggest *S, const char *path, unsigned how, bool par
 	char cur[PATH_MAX] = "/", rest[PATH_MAX * 2];
 	int links = 0, r;
 
-	if (normalize("/", path, rest, sizeof(rest)) < 0)
+	if (vfs_normalize("/", path, rest, sizeof(rest)) < 0)
 		return 0;
 	if (parent) {
 		char *sl = strrchr(rest, '/');
@@ -790,12 +687,12 @@ static int host_walk(struct suggest *S, const char *path, unsigned how, bool par
 		if ((size_t)snprintf(next, sizeof(next), "%s%s%.*s", cur, streq(cur, "/") ? "" : "/",
 				     (int)(e - p), p) >= sizeof(next))
 			return 0;
-		if (path_under(next, "/proc")) {
+		if (vfs_path_under(next, "/proc")) {
 			S->proc = true;
 			return 0;
 		}
-		if (path_under(next, "/tmp") && !path_under(S->ri.cwd, next) &&
-		    !path_under(next, S->ri.cwd)) {
+		if (vfs_path_under(next, "/tmp") && !vfs_path_under(S->ri.cwd, next) &&
+		    !vfs_path_under(next, S->ri.cwd)) {
 			S->tmp = true;
 			return 0;
 		}
@@ -946,7 +843,7 @@ static int suggest_record(struct suggest *S, const struct audit_sys *s)
 
 		/* only destinations the run reached, and not moat's own DNS responder or
 		 * the sandbox's own loopback: allowing those would open the host's */
-		if (denied || k.binding || parse_inet(s->addr, &ss, &len) < 0)
+		if (denied || k.binding || net_sockaddr_parse(s->addr, &ss, &len) < 0)
 			return 0;
 		if (S->ri.mode == VFS_MODE_NAMESPACED &&
 		    ((s->rule && streq(s->rule, OWN_LOOPBACK_RULE)) ||
@@ -986,19 +883,19 @@ static int suggest_record(struct suggest *S, const struct audit_sys *s)
 	/* creating, removing or renaming an entry needs its directory writable */
 	parent = (k.want & VFS_WANT_CREATE) && !(k.kind == CALL_NET);
 	if (s->path && s->path[0] == '/') {
-		if (normalize("/", s->path, abs, sizeof(abs)) < 0)
+		if (vfs_normalize("/", s->path, abs, sizeof(abs)) < 0)
 			return 0;
 	} else if (s->resolved) {
 		snprintf(abs, sizeof(abs), "%s", s->resolved);
 	} else if (s->path && s->path[0]) {
-		if (normalize(S->ri.cwd, s->path, abs, sizeof(abs)) < 0)
+		if (vfs_normalize(S->ri.cwd, s->path, abs, sizeof(abs)) < 0)
 			return 0;
 	} else {
 		return 0;
 	}
 	if ((r = note_secret(S, abs)) < 0 || (s->resolved && (r = note_secret(S, s->resolved)) < 0))
 		return r;
-	if (path_under(abs, S->ri.cwd)) {
+	if (vfs_path_under(abs, S->ri.cwd)) {
 		if (how == NEED_RW)
 			S->cwd_rw = true;
 		/* symlinks in the workspace may still lead out of it */
@@ -1015,11 +912,11 @@ static int suggest_record(struct suggest *S, const struct audit_sys *s)
 	    (r = host_walk(S, s->resolved, how, parent)) < 0)
 		return r;
 	if (k.path2_is_path && s->path2 && s->path2[0]) {
-		if (normalize(S->ri.cwd, s->path2, abs, sizeof(abs)) == 0 &&
+		if (vfs_normalize(S->ri.cwd, s->path2, abs, sizeof(abs)) == 0 &&
 		    (r = host_walk(S, abs, k.want2 & VFS_WANT_CREATE ? NEED_RW : NEED_RO,
 				   k.want2 & VFS_WANT_CREATE)) < 0)
 			return r;
-		if (path_under(abs, S->ri.cwd))
+		if (vfs_path_under(abs, S->ri.cwd))
 			S->cwd_rw = true;
 	}
 	if (k.exec)
@@ -1054,7 +951,7 @@ static bool collapsible(const char *p)
 					   "/libx32", "/etc" };
 
 	for (size_t i = 0; i < ELEMENTSOF(sys); i++)
-		if (path_under(p, sys[i]))
+		if (vfs_path_under(p, sys[i]))
 			return true;
 	return false;
 }
@@ -1107,14 +1004,14 @@ static int collapse(struct suggest *S)
 
 				/* direct children only; dir itself is under dir but has no child
 				 * part to look into */
-				if (S->needs[j].how == NEED_RO && path_under(q, dir) &&
+				if (S->needs[j].how == NEED_RO && vfs_path_under(q, dir) &&
 				    strlen(q) > strlen(dir) && !strchr(q + strlen(dir) + 1, '/'))
 					count++;
 			}
 			if (count < 4)
 				continue;
 			for (size_t j = 0; j < S->n; j++)
-				if (S->needs[j].how == NEED_RO && path_under(S->needs[j].path, dir) &&
+				if (S->needs[j].how == NEED_RO && vfs_path_under(S->needs[j].path, dir) &&
 				    !streq(S->needs[j].path, dir))
 					S->needs[j].how = 0;
 			if ((r = need_add(S, dir, NEED_RO)) < 0)
@@ -1131,12 +1028,12 @@ static int collapse(struct suggest *S)
 			continue;
 		if (how & NEED_RW)
 			S->needs[i].how = how = NEED_RW;
-		if (path_under(p, S->ri.cwd) && (how == NEED_RO || S->cwd_rw)) {
+		if (vfs_path_under(p, S->ri.cwd) && (how == NEED_RO || S->cwd_rw)) {
 			S->needs[i].how = 0;
 			continue;
 		}
 		for (size_t j = 0; j < S->n; j++) {
-			if (j == i || !S->needs[j].how || !path_under(p, S->needs[j].path))
+			if (j == i || !S->needs[j].how || !vfs_path_under(p, S->needs[j].path))
 				continue;
 			if (streq(p, S->needs[j].path))
 				continue;
@@ -1173,10 +1070,10 @@ static void put_literal_glob(FILE *f, const char *p)
 /* Whether hiding path would hide something the run used and was allowed. */
 static bool above_a_need(const struct suggest *S, const char *path)
 {
-	if (path_under(S->ri.cwd, path))
+	if (vfs_path_under(S->ri.cwd, path))
 		return true;
 	for (size_t i = 0; i < S->n; i++)
-		if (S->needs[i].how && path_under(S->needs[i].path, path))
+		if (S->needs[i].how && vfs_path_under(S->needs[i].path, path))
 			return true;
 	return false;
 }

@@ -221,14 +221,30 @@ static void src_close(struct server *S, struct src *s)
 
 static void client_drop(struct server *S, struct client *c);
 
-static void client_flush(struct server *S, struct client *c)
+/*
+ * One read (wbuf NULL) or write on a non-blocking fd, retried when a signal interrupts
+ * it: the bytes moved, -EAGAIN when it would block (epoll says when to try again), or 0
+ * at the end (EOF, the peer gone, an error): the caller closes its side.
+ */
+static ssize_t nb_io(int fd, void *rbuf, const void *wbuf, size_t len)
 {
-	while (c->out_off < c->out.len) {
-		ssize_t n = write(c->s.fd, c->out.p + c->out_off, c->out.len - c->out_off);
+	for (;;) {
+		ssize_t n = wbuf ? write(fd, wbuf, len) : read(fd, rbuf, len);
 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno == EAGAIN)
+			return -EAGAIN;
+		return n < 0 ? 0 : n;
+	}
+}
+
+static void client_flush(struct server *S, struct client *c)
+{
+	while (c->out_off < c->out.len) {
+		ssize_t n = nb_io(c->s.fd, NULL, c->out.p + c->out_off, c->out.len - c->out_off);
+
+		if (n == -EAGAIN)
 			break;
 		if (n <= 0) {
 			c->closing = true;
@@ -935,10 +951,10 @@ static void on_exec_fd(struct server *S, struct src *s)
 		size_t len = s->kind == SRC_STDIN ? x->stdin_len : x->go_len;
 		size_t *off = s->kind == SRC_STDIN ? &x->stdin_off : &x->go_off;
 
-		n = write(s->fd, data + *off, len - *off);
+		n = nb_io(s->fd, NULL, data + *off, len - *off);
 		if (n > 0)
 			*off += (size_t)n;
-		if ((n < 0 && errno != EAGAIN && errno != EINTR) || *off == len)
+		if (n == 0 || *off == len)
 			src_close(S, s); /* all written, or the reader went away: EOF */
 		return;
 	}
@@ -952,8 +968,8 @@ static void on_exec_fd(struct server *S, struct src *s)
 		}
 		return;
 	}
-	n = read(s->fd, buf, sizeof(buf));
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+	n = nb_io(s->fd, buf, NULL, sizeof(buf));
+	if (n == -EAGAIN)
 		return;
 	if (n <= 0) {
 		src_close(S, s);
@@ -1175,11 +1191,9 @@ static void on_client(struct server *S, struct client *c, uint32_t events)
 	if (!(events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
 		return;
 	for (;;) {
-		ssize_t n = read(c->s.fd, buf, sizeof(buf));
+		ssize_t n = nb_io(c->s.fd, buf, NULL, sizeof(buf));
 
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == EAGAIN)
+		if (n == -EAGAIN)
 			break;
 		if (n <= 0) {
 			c->closing = true;

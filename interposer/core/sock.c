@@ -53,7 +53,7 @@
  * above (data carried with the SYN where the kernel can). sendmmsg with MSG_FASTOPEN
  * is refused (EOPNOTSUPP): no libc or runtime we know of emits it.
  *
- * DNS: see sandbox-net.c for the responder inside the sandbox's namespace, and the
+ * DNS: see netns.c for the responder inside the sandbox's namespace, and the
  * comment above sup_net_dns_fd() for unnamespaced mode.
  *
  * State: struct sup_net (pending connects, the DNS socket) hangs off struct sup_ctx and
@@ -219,24 +219,6 @@ static bool in_sandbox_netns(struct sup_ctx *s, int sock)
 	return st.st_ino == sn->sandbox_netns;
 }
 
-/* Loopback, or the "this host" addresses the kernel sends to loopback. */
-static bool is_loopback(const struct sockaddr_storage *ss)
-{
-	if (ss->ss_family == AF_INET) {
-		uint32_t a = ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr);
-		return (a >> 24) == 127 || a == 0;
-	}
-	if (ss->ss_family == AF_INET6) {
-		const struct in6_addr *a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
-		if (IN6_IS_ADDR_LOOPBACK(a) || IN6_IS_ADDR_UNSPECIFIED(a))
-			return true;
-		if (IN6_IS_ADDR_V4MAPPED(a))
-			return a->s6_addr[12] == 127 ||
-			       (a->s6_addr[12] | a->s6_addr[13] | a->s6_addr[14] | a->s6_addr[15]) == 0;
-	}
-	return false;
-}
-
 /*
  * Does a program in the sandbox listen on port (TCP) or hold it bound (UDP)? Read from
  * the sandbox's own /proc/net tables (those of its pid 1, so of its network namespace):
@@ -279,39 +261,6 @@ static unsigned inet_port(const struct sockaddr_storage *ss)
 	if (ss->ss_family == AF_INET6)
 		return ntohs(((const struct sockaddr_in6 *)(const void *)ss)->sin6_port);
 	return 0;
-}
-
-static void addr_text(const struct sockaddr_storage *ss, socklen_t len, char *buf, size_t size)
-{
-	char ip[INET6_ADDRSTRLEN];
-
-	switch (ss->ss_family) {
-	case AF_INET: {
-		const struct sockaddr_in *in = (const void *)ss;
-		inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip));
-		snprintf(buf, size, "%s:%u", ip, ntohs(in->sin_port));
-		break;
-	}
-	case AF_INET6: {
-		const struct sockaddr_in6 *in6 = (const void *)ss;
-		inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
-		snprintf(buf, size, "[%s]:%u", ip, ntohs(in6->sin6_port));
-		break;
-	}
-	case AF_UNIX: {
-		const struct sockaddr_un *un = (const void *)ss;
-		size_t n = len > offsetof(struct sockaddr_un, sun_path)
-				   ? len - offsetof(struct sockaddr_un, sun_path) : 0;
-		if (n && un->sun_path[0] == '\0')
-			snprintf(buf, size, "unix:@%.*s", (int)(n - 1), un->sun_path + 1);
-		else
-			snprintf(buf, size, "unix:%.*s", (int)strnlen(un->sun_path, n), un->sun_path);
-		break;
-	}
-	default:
-		snprintf(buf, size, "family %u", ss->ss_family);
-		break;
-	}
 }
 
 static void reply(struct sup_call *c, int r)
@@ -358,7 +307,7 @@ static enum route decide_inet(struct sup_call *c, const struct sockaddr_storage 
 		snprintf(c->verdict.rule, sizeof(c->verdict.rule), "%s", v.rule);
 		return ROUTE_HOST;
 	}
-	if (in_sandbox && is_loopback(ss) && sandbox_listens(c->s, ss, si->type)) {
+	if (in_sandbox && net_sockaddr_is_loopback(ss) && sandbox_listens(c->s, ss, si->type)) {
 		snprintf(c->verdict.rule, sizeof(c->verdict.rule),
 			 "the sandbox's own loopback (its network namespace)");
 		return ROUTE_LOCAL;
@@ -703,7 +652,7 @@ static int read_addr(struct sup_call *c, uint64_t addr, uint64_t len, struct soc
 	if (r < 0)
 		return r;
 	*ret_len = (socklen_t)len;
-	addr_text(ss, *ret_len, c->addr, sizeof(c->addr));
+	net_sockaddr_format(ss, *ret_len, c->addr, sizeof(c->addr));
 	return 0;
 }
 
@@ -1443,7 +1392,7 @@ static void handle_listen(struct sup_call *c)
 			len = si.domain == AF_INET ? sizeof(struct sockaddr_in)
 						   : sizeof(struct sockaddr_in6);
 		}
-		addr_text(&ss, len, c->addr, sizeof(c->addr));
+		net_sockaddr_format(&ss, len, c->addr, sizeof(c->addr));
 		r = c->s->net ? net_decide_bind(c->s->net, (const struct sockaddr *)&ss, len,
 						si.type, &v)
 			      : -EACCES;

@@ -9,7 +9,7 @@
  * on a small VM. The main loop is epoll over the sync socket (listener hand-over, exec
  * and setup failures, the command's status), a signalfd (SIGCHLD and the signals that
  * stop us), a timerfd (--timeout), the pidfd of the sandbox's init, and the sockets
- * net.c waits on (deferred connects, DNS). What they share is listed at struct sup_ctx.
+ * sock.c waits on (deferred connects, DNS). What they share is listed at struct sup_ctx.
  * Whatever ends the run, teardown is the same: kill the whole tree (pid namespace,
  * cgroup, and a sweep of our own descendants as a subreaper), then account.
  */
@@ -56,7 +56,7 @@
 #include "output.h"
 #include "proc-ops.h"
 #include "proctrack.h"
-#include "sandbox-net.h"
+#include "netns.h"
 #include "spawn.h"
 #include "sup.h"
 #include "term.h"
@@ -495,7 +495,7 @@ static void on_sync(struct run *R)
 	case SYNC_DNS:
 		/* The keeper's DNS socket inside the sandbox's network namespace. */
 		if (cred.pid == R->keeper && passed >= 0) {
-			pthread_mutex_lock(&R->ctx.lock); /* net.c's state: see struct sup_ctx */
+			pthread_mutex_lock(&R->ctx.lock); /* sock.c's state: see struct sup_ctx */
 			sup_net_dns_fd(&R->ctx, TAKE_FD(passed));
 			pthread_mutex_unlock(&R->ctx.lock);
 		} else if (cred.pid == R->keeper)
@@ -1314,20 +1314,35 @@ static int fail_started(struct run *R)
 	return fail_early(R);
 }
 
-void sup_report_failure(struct sup_opts *o, const char *why)
+/* A run with nothing open yet (every fd -1), its clocks started and the kernel probed:
+ * what both a run and a report of a failure before it start from. */
+static struct run *run_new(struct sup_opts *o)
 {
-	_cleanup_free_ struct run *R = calloc(1, sizeof(*R));
+	struct run *R = calloc(1, sizeof(*R));
 
-	if (!R || !o->report_path)
-		return;
+	if (!R)
+		return NULL;
 	R->o = o;
-	o->audit_path = NULL; /* no stream: it would have nothing to record */
+	R->ctx.listener = -1;
+	pthread_mutex_init(&R->ctx.lock, NULL);
+	R->epfd = R->sigfd = R->timerfd = R->syncfd = R->pidfd = -1;
 	R->report_out = (struct out_file)OUT_FILE_INIT;
 	R->audit_out = (struct out_file)OUT_FILE_INIT;
 	R->t_start = now_mono_ns();
 	R->start_wall_ns = wall_ns();
 	sup_probe_features(&R->feat);
-	if (open_outputs(R) < 0)
+	return R;
+}
+
+void sup_report_failure(struct sup_opts *o, const char *why)
+{
+	_cleanup_free_ struct run *R = NULL;
+
+	if (!o->report_path)
+		return;
+	o->audit_path = NULL; /* no stream: it would have nothing to record */
+	R = run_new(o);
+	if (!R || open_outputs(R) < 0)
 		return;
 	snprintf(R->setup_msg, sizeof(R->setup_msg), "%s", why);
 	fail_early(R);
@@ -1352,7 +1367,7 @@ static int own_mount_ns(void)
 
 int sup_run(struct sup_opts *o)
 {
-	_cleanup_free_ struct run *R = calloc(1, sizeof(*R));
+	_cleanup_free_ struct run *R = run_new(o);
 	struct spawn_plan plan = { 0 };
 	struct seccomp_notif_sizes sizes;
 	int sv[2] = { -1, -1 }, r, status, one = 1;
@@ -1361,15 +1376,6 @@ int sup_run(struct sup_opts *o)
 
 	if (!R)
 		return log_error_errno(-ENOMEM, "out of memory");
-	R->o = o;
-	R->ctx.listener = -1;
-	pthread_mutex_init(&R->ctx.lock, NULL);
-	R->epfd = R->sigfd = R->timerfd = R->syncfd = R->pidfd = -1;
-	R->report_out = (struct out_file)OUT_FILE_INIT;
-	R->audit_out = (struct out_file)OUT_FILE_INIT;
-	R->t_start = now_mono_ns();
-	R->start_wall_ns = wall_ns();
-	sup_probe_features(&R->feat);
 	if (open_outputs(R) < 0)
 		return fail_early(R);
 

@@ -965,7 +965,10 @@ static void handle_fd_meta(struct sup_call *c)
 
 /* --- xattrs and inotify: resolved by the vfs, performed here on its O_PATH fd ------- */
 
-static void handle_xattr(struct sup_call *c, bool nofollow, int op)
+/* The four path xattr calls; the last two change the file. */
+enum xattr_op { XATTR_GET, XATTR_LIST, XATTR_SET, XATTR_REMOVE };
+
+static void handle_xattr(struct sup_call *c, bool nofollow, enum xattr_op op)
 {
 	char base[PATH_MAX], name[XATTR_NAME_MAX + 1], name_unused[NAME_MAX + 1], proc[64];
 	char value[XATTR_SIZE_MAX > 65536 ? 65536 : XATTR_SIZE_MAX];
@@ -975,27 +978,26 @@ static void handle_xattr(struct sup_call *c, bool nofollow, int op)
 	size_t size;
 	int r, fd;
 
-	/* op: 0 get, 1 list, 2 set, 3 remove */
-	if (op != 1) {
+	if (op != XATTR_LIST) {
 		r = mem_read_string(c->tid, ARG(c, 1), name, sizeof(name));
 		if (r < 0)
 			return set_result(c, r == -ENAMETOOLONG ? -ERANGE : r);
 	}
-	size = (size_t)(op == 3 ? 0 : ARG(c, op == 1 ? 2 : 3));
+	size = (size_t)(op == XATTR_REMOVE ? 0 : ARG(c, op == XATTR_LIST ? 2 : 3));
 	if (size > sizeof(value))
 		size = sizeof(value);
-	if (op == 2) {
+	if (op == XATTR_SET) {
 		r = mem_read(c->tid, ARG(c, 2), value, size);
 		if (r < 0)
 			return set_result(c, r);
 	}
 	if (prep_path(c, AT_FDCWD, ARG(c, 0), c->path, base, &caller) < 0)
 		return;
-	want = (op >= 2 ? VFS_WANT_WRITE : VFS_WANT_READ) | (nofollow ? VFS_WANT_NOFOLLOW : 0);
+	want = (op >= XATTR_SET ? VFS_WANT_WRITE : VFS_WANT_READ) | (nofollow ? VFS_WANT_NOFOLLOW : 0);
 	fd = vfs_resolve(c->s->vfs, &caller, c->path, want, name_unused, &c->verdict);
 	if (fd < 0)
 		return set_result(c, fd);
-	if (op >= 2 && (privileged_xattr(name) || (fstat(fd, &st) == 0 && is_device(st.st_mode)))) {
+	if (op >= XATTR_SET && (privileged_xattr(name) || (fstat(fd, &st) == 0 && is_device(st.st_mode)))) {
 		safe_close(fd);
 		return deny(c, EPERM, privileged_xattr(name) ? XATTR_PRIV_RULE : DEVICE_META_RULE);
 	}
@@ -1003,19 +1005,20 @@ static void handle_xattr(struct sup_call *c, bool nofollow, int op)
 	 * further lookup of a name the sandbox could swap. */
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 	switch (op) {
-	case 0:
+	case XATTR_GET:
 		r = RET_NERRNO(getxattr(proc, name, size ? value : NULL, size));
 		if (r > 0 && size)
 			r = write_back(c, ARG(c, 2), value, (size_t)r) < 0 ? -EFAULT : r;
 		break;
-	case 1:
+	case XATTR_LIST:
 		r = RET_NERRNO(listxattr(proc, size ? value : NULL, size));
 		if (r > 0 && size)
 			r = write_back(c, ARG(c, 1), value, (size_t)r) < 0 ? -EFAULT : r;
 		break;
-	case 2:
+	case XATTR_SET:
 		r = RET_NERRNO(setxattr(proc, name, value, size, (int)ARG(c, 4)));
 		break;
+	case XATTR_REMOVE:
 	default:
 		r = RET_NERRNO(removexattr(proc, name));
 		break;
@@ -1362,21 +1365,21 @@ static void handle(struct sup_call *c)
 	case SC_statfs:
 		return handle_statfs(c);
 	case SC_getxattr:
-		return handle_xattr(c, false, 0);
+		return handle_xattr(c, false, XATTR_GET);
 	case SC_lgetxattr:
-		return handle_xattr(c, true, 0);
+		return handle_xattr(c, true, XATTR_GET);
 	case SC_listxattr:
-		return handle_xattr(c, false, 1);
+		return handle_xattr(c, false, XATTR_LIST);
 	case SC_llistxattr:
-		return handle_xattr(c, true, 1);
+		return handle_xattr(c, true, XATTR_LIST);
 	case SC_setxattr:
-		return handle_xattr(c, false, 2);
+		return handle_xattr(c, false, XATTR_SET);
 	case SC_lsetxattr:
-		return handle_xattr(c, true, 2);
+		return handle_xattr(c, true, XATTR_SET);
 	case SC_removexattr:
-		return handle_xattr(c, false, 3);
+		return handle_xattr(c, false, XATTR_REMOVE);
 	case SC_lremovexattr:
-		return handle_xattr(c, true, 3);
+		return handle_xattr(c, true, XATTR_REMOVE);
 	case SC_fchmod:
 	case SC_fchown:
 	case SC_fsetxattr:
@@ -1396,35 +1399,21 @@ static void handle(struct sup_call *c)
 		return handle_prctl(c);
 	case SC_personality:
 		return handle_personality(c);
-	case SC_prlimit64:
-	case SC_sched_setparam:
-	case SC_sched_getparam:
-	case SC_sched_setscheduler:
-	case SC_sched_getscheduler:
-	case SC_sched_setaffinity:
-	case SC_sched_getaffinity:
-	case SC_sched_setattr:
-	case SC_sched_getattr:
-	case SC_sched_rr_get_interval:
-	case SC_migrate_pages:
-	case SC_move_pages:
-	case SC_setpriority:
-	case SC_getpriority:
-	case SC_ioprio_set:
-	case SC_ioprio_get:
-		return handle_pid_arg(c);
 	case SC_connect:
 	case SC_bind:
 	case SC_listen:
 	case SC_sendto:
 	case SC_sendmsg:
 	case SC_sendmmsg:
-		/* net.c's state is shared with the main loop (deferred connects, DNS) */
+		/* sock.c's state is shared with the main loop (deferred connects, DNS) */
 		pthread_mutex_lock(&c->s->lock);
 		handle_net(c);
 		pthread_mutex_unlock(&c->s->lock);
 		return;
 	default:
+		/* prlimit64, sched_*, ...: the filter's own list of calls naming a pid */
+		if (sup_filter_names_pid(c->e))
+			return handle_pid_arg(c);
 		/* A syscall the table notifies but no handler knows: fail closed. */
 		return deny(c, ENOSYS, "no handler for this notified syscall");
 	}

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * sandbox-net: the network of the sandbox itself, outside the notification path.
+ * netns: the network of the sandbox itself, outside the notification path.
  *   sup_net_prepare()  supervisor, before vfs_finalize(): pins the names of the rules and
  *                      gives the sandbox the resolver configuration its mode can honour.
  *   sup_netns_setup()  keeper (namespaced mode, pid 1 of the sandbox's namespaces, before

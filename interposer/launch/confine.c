@@ -32,9 +32,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "launch.h"
 #include "log.h"
 #include "macros.h"
-#include "sup.h"
 
 #define CAP_BIT(c) (1ull << (c))
 #define SUPERVISOR_CAPS                                                                            \

@@ -29,19 +29,31 @@ static size_t page_size(void)
 	return v;
 }
 
-int mem_read(pid_t tid, uint64_t addr, void *buf, size_t len)
+/* One copy out of the tracee (or the simulation's): the bytes copied, or -errno. */
+static ssize_t vm_read(pid_t tid, uint64_t addr, void *buf, size_t len)
 {
+	const struct notify_ops *sim = notify_get_ops();
 	struct iovec local = { .iov_base = buf, .iov_len = len };
 	struct iovec remote = { .iov_base = (void *)(uintptr_t)addr, .iov_len = len };
+	ssize_t n;
+
+	if (sim)
+		return sim->mem_read(sim->userdata, tid, addr, buf, len);
+	n = process_vm_readv(tid, &local, 1, &remote, 1, 0);
+	return n < 0 ? -errno : n;
+}
+
+int mem_read(pid_t tid, uint64_t addr, void *buf, size_t len)
+{
 	ssize_t n;
 
 	if (len == 0)
 		return 0;
 	if (addr == 0)
 		return -EFAULT;
-	n = process_vm_readv(tid, &local, 1, &remote, 1, 0);
+	n = vm_read(tid, addr, buf, len);
 	if (n < 0)
-		return errno == ESRCH ? -ESRCH : -EFAULT;
+		return n == -ESRCH ? -ESRCH : -EFAULT;
 	if ((size_t)n != len)
 		return -EFAULT;
 	return 0;
@@ -60,16 +72,13 @@ int mem_read_string(pid_t tid, uint64_t addr, char *buf, size_t len)
 		 * even though the string ends before it. */
 		uint64_t cur = addr + got;
 		size_t chunk = page_size() - (cur & (page_size() - 1));
-		struct iovec local, remote;
 		ssize_t n;
 		char *nul;
 
 		chunk = MIN(chunk, len - got);
-		local = (struct iovec){ .iov_base = buf + got, .iov_len = chunk };
-		remote = (struct iovec){ .iov_base = (void *)(uintptr_t)cur, .iov_len = chunk };
-		n = process_vm_readv(tid, &local, 1, &remote, 1, 0);
+		n = vm_read(tid, cur, buf + got, chunk);
 		if (n <= 0)
-			return n < 0 && errno == ESRCH ? -ESRCH : -EFAULT;
+			return n == -ESRCH ? -ESRCH : -EFAULT;
 		nul = memchr(buf + got, '\0', (size_t)n);
 		if (nul)
 			return (int)(nul - buf);
@@ -81,6 +90,7 @@ int mem_read_string(pid_t tid, uint64_t addr, char *buf, size_t len)
 
 int mem_write(pid_t tid, uint64_t addr, const void *buf, size_t len)
 {
+	const struct notify_ops *sim = notify_get_ops();
 	struct iovec local = { .iov_base = (void *)buf, .iov_len = len };
 	struct iovec remote = { .iov_base = (void *)(uintptr_t)addr, .iov_len = len };
 	ssize_t n;
@@ -89,7 +99,8 @@ int mem_write(pid_t tid, uint64_t addr, const void *buf, size_t len)
 		return 0;
 	if (addr == 0)
 		return -EFAULT;
-	n = process_vm_writev(tid, &local, 1, &remote, 1, 0);
+	n = sim ? sim->mem_write(sim->userdata, tid, addr, buf, len)
+		: process_vm_writev(tid, &local, 1, &remote, 1, 0);
 	if (n < 0 || (size_t)n != len)
 		return -EFAULT;
 	return 0;

@@ -30,7 +30,7 @@
 #include "macros.h"
 #include "missing-seccomp.h"
 #include "moat-config.h"
-#include "sandbox-net.h"
+#include "netns.h"
 #include "spawn.h"
 #include "cgroup.h"
 #include "landlock.h"
@@ -135,8 +135,8 @@ int spawn_write_idmaps(pid_t pid, uid_t uid, gid_t gid)
 
 	/* Root maps every id to itself, as container runtimes do, and leaves setgroups
 	 * allowed: the sandbox's root can then run programs as other users and set their
-	 * groups (it keeps CAP_SETUID and CAP_SETGID for that, see drop_capabilities()),
-	 * and every file keeps its owner. What it does with those ids is checked by the
+	 * groups (it keeps CAP_SETUID, CAP_SETGID and CAP_KILL for that, see
+	 * drop_capabilities()), and every file keeps its owner. What it does with those ids is checked by the
 	 * kernel, since the supervisor acts with the caller's credentials (creds.h). An
 	 * unprivileged writer may only map its own ids, and only after setgroups has been
 	 * denied (user_namespaces(7)): its sandbox has that one id. */
@@ -562,17 +562,24 @@ static int set_rlimit(int res, uint64_t v)
  * keep out of reach, so EPERM is accepted only when CAP_SETPCAP was not ours.
  *
  * keep_setid: with the full id map (root started moat, namespaced) CAP_SETUID and
- * CAP_SETGID stay, and only those, so that the sandbox's root can become another user
- * (setpriv, su, a subprocess's user=): nothing that overrides file modes or ownership,
- * since the files it sees are the host's. They stay in the bounding set, so root
- * regains them at exec; a process that leaves uid 0 loses them, as everywhere.
+ * CAP_SETGID stay, so that the sandbox's root can become another user (setpriv, su, a
+ * subprocess's user=), and CAP_KILL, so that it can still signal what it started as
+ * that user (kill, and the parent-death signal, which the kernel sends with the dying
+ * parent's credentials): in the sandbox's own user namespace CAP_KILL reaches only
+ * processes of that namespace, and the pid namespace names no other. Nothing that
+ * overrides file modes or ownership, since the files it sees are the host's. They stay
+ * in the bounding set, so root regains them at exec; a process that leaves uid 0 loses
+ * them, as everywhere.
  */
 static int drop_capabilities(bool keep_setid)
 {
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct data[2] = { 0 };
-	uint32_t keep = keep_setid ? CAP_TO_MASK(CAP_SETUID) | CAP_TO_MASK(CAP_SETGID) : 0;
+	uint32_t keep = 0;
 	bool setpcap;
+
+	if (keep_setid)
+		keep = CAP_TO_MASK(CAP_SETUID) | CAP_TO_MASK(CAP_SETGID) | CAP_TO_MASK(CAP_KILL);
 
 	if (syscall(SYS_capget, &hdr, data) < 0)
 		return negative_errno();
