@@ -396,12 +396,65 @@ int sc_errno_by_name(const char *name)
 	return 0;
 }
 
+const char *sc_mode_name(enum sc_mode m)
+{
+	static const char *const names[_SC_MODE_MAX] = {
+		[SC_MODE_NAMESPACED] = "namespaced",
+		[SC_MODE_STRICT_HIDE] = "namespaced-strict-hide",
+		[SC_MODE_UNNAMESPACED] = "unnamespaced",
+	};
+
+	return (unsigned)m < _SC_MODE_MAX ? names[m] : NULL;
+}
+
+/* The class of one row in one mode (native, continue-after-check, emulated, denied,
+ * killed, register-checked) and why, as the filter (interposer/filter.c) and the
+ * dispatcher read the same columns. */
+static json_t *mode_json(const struct sc_entry *e, enum sc_mode m)
+{
+	const char *cls, *why = e->note;
+
+	if (m == SC_MODE_UNNAMESPACED && e->unns_enosys)
+		return json_pack("{s:s, s:s, s:s}", "class", "denied", "errno", "ENOSYS", "why",
+				 e->mode_note);
+	switch ((enum sc_handling)e->handling) {
+	case SC_NOTIFY:
+		if (m == SC_MODE_NAMESPACED && e->fast == SC_FAST_NATIVE)
+			cls = "native", why = e->mode_note;
+		else if (e->continues)
+			cls = "continue-after-check";
+		else if (m == SC_MODE_NAMESPACED && e->fast == SC_FAST_CONTINUE_RO)
+			cls = "continue-after-check", why = e->mode_note;
+		else
+			cls = "emulated";
+		break;
+	case SC_DENY:
+		cls = "denied";
+		break;
+	case SC_KILL:
+		cls = "killed";
+		break;
+	case SC_ARGS:
+		cls = e->continues ? "continue-after-check" : "register-checked";
+		break;
+	case SC_NATIVE:
+	case _SC_HANDLING_MAX:
+	default:
+		cls = "native";
+		break;
+	}
+	return json_pack("{s:s, s:s}", "class", cls, "why", why);
+}
+
 static json_t *entry_json(const struct sc__abi *abi, const struct sc_entry *e)
 {
-	json_t *cats = json_array(), *args = json_array(), *o;
+	json_t *cats = json_array(), *args = json_array(), *modes = json_object(), *o;
 
-	if (!cats || !args)
+	if (!cats || !args || !modes)
 		goto fail;
+	for (enum sc_mode m = 0; m < _SC_MODE_MAX; m++)
+		if (json_object_set_new(modes, sc_mode_name(m), mode_json(e, m)) < 0)
+			goto fail;
 	for (size_t i = 0; i < ELEMENTSOF(category_names); i++)
 		if (e->category & (1u << i))
 			if (json_array_append_new(cats, json_string(category_names[i])) < 0)
@@ -409,15 +462,16 @@ static json_t *entry_json(const struct sc__abi *abi, const struct sc_entry *e)
 	for (size_t i = 0; i < e->nargs && i < SC_MAX_ARGS; i++)
 		if (json_array_append_new(args, json_string(sc_arg_kind_name(e->arg[i]))) < 0)
 			goto fail;
-	o = json_pack("{s:s, s:i, s:s, s:s, s:o?, s:o, s:o, s:s}", "name", e->name, "nr", e->nr,
-		      "arch", abi->name, "handling", sc_handling_name(e->handling), "errno",
+	o = json_pack("{s:s, s:i, s:s, s:s, s:o?, s:o, s:o, s:s, s:o}", "name", e->name, "nr",
+		      e->nr, "arch", abi->name, "handling", sc_handling_name(e->handling), "errno",
 		      e->deny_errno ? json_string(sc_errno_name(e->deny_errno)) : NULL,
-		      "categories", cats, "args", args, "note", e->note);
+		      "categories", cats, "args", args, "note", e->note, "modes", modes);
 	/* json_pack steals the "o" references, even on failure (jansson >= 2.11). */
 	return o;
 fail:
 	json_decref(cats);
 	json_decref(args);
+	json_decref(modes);
 	return NULL;
 }
 

@@ -69,6 +69,18 @@ enum sc_handling {
 	_SC_HANDLING_MAX,
 };
 
+/* Namespaced mode without --strict-hide: the mount namespace holds the policy's view
+ * with hidden content covered, so some notified rows can do with less. */
+enum sc_fast {
+	SC_FAST_SAME = 0,   /* as the handling column says */
+	SC_FAST_NATIVE,     /* out of the notify set: the kernel's answer is the policy's */
+	SC_FAST_CONTINUE_RO,/* notified; a read-only open is continued after the check */
+};
+
+/* What happens to one syscall in one mode, for `moat syscalls --json`. */
+enum sc_mode { SC_MODE_NAMESPACED, SC_MODE_STRICT_HIDE, SC_MODE_UNNAMESPACED, _SC_MODE_MAX };
+const char *sc_mode_name(enum sc_mode m);
+
 #define SC_MAX_ARGS 6
 
 struct sc_entry {
@@ -81,6 +93,10 @@ struct sc_entry {
 	uint8_t handling;                    /* enum sc_handling */
 	int16_t deny_errno;                  /* for SC_DENY (and the refused case of SC_ARGS) */
 	const char *note;                    /* one line: why this handling */
+	bool unns_enosys;                    /* unnamespaced: refused with ENOSYS (host IPC) */
+	uint8_t fast;                        /* enum sc_fast: namespaced unless --strict-hide */
+	bool continues;                      /* notified, then CONTINUE after the check */
+	const char *mode_note;               /* why a mode differs; NULL when none does */
 };
 
 /* AUDIT_ARCH_* values of the ABIs we tabulate. */

@@ -1764,7 +1764,8 @@ _public_ int vfs_foreach_mount(const struct vfs *v,
 		if ((r = fn(&mi, ud)) != 0)
 			return r;
 	}
-	/* literal hide rules can be enforced by the kernel layer too; globs cannot */
+	/* literal hide rules can be enforced by the kernel layer too; globs need the tree
+	 * read first (vfs_foreach_cover()) */
 	for (size_t i = 0; i < v->n_globs; i++) {
 		const struct vfs__rule *g = v->globs[i];
 		struct vfs_mount_info mi = { .kind = VFS_MOUNT_HIDE, .virt = g->virt };

@@ -47,6 +47,8 @@ static const char run_usage[] =
 	"  --ro-bind SRC[:DST]    --bind SRC[:DST]    --tmpfs DST[ SIZE]\n"
 	"  --hide GLOB            --deny GLOB         --file DST CONTENT|@HOSTFILE\n"
 	"  --chdir DIR            --allow-net DEST    --deny-net DEST    --allow-bind PORT\n"
+	"  --strict-hide          hidden names do not even exist (namespaced: emulate every\n"
+	"                         metadata call by name instead of letting the kernel answer)\n"
 	"Process:\n"
 	"  --setenv NAME VALUE    --keep-env NAME\n"
 	"  --stdin / --no-stdin   pass moat's stdin (default when it is not a terminal) / /dev/null\n"
@@ -141,6 +143,7 @@ enum {
 	OPT_AUDIT_KEY, OPT_AUDIT_STACKS, OPT_SESSION, OPT_TENANT, OPT_POLICY, OPT_PROFILE,
 	OPT_DIRECTIVE, OPT_JSON, OPT_EVENTS, OPT_START_FD, OPT_NO_STDIN, OPT_OUTPUT_IN_WS,
 	OPT_RUN_ID, OPT_COW, OPT_COMMIT, OPT_DISCARD, OPT_EXPORT, OPT_COW_DIR, OPT_COW_MAX_FILE,
+	OPT_STRICT_HIDE,
 };
 
 static const struct option run_options[] = {
@@ -149,6 +152,7 @@ static const struct option run_options[] = {
 	{ "stdin", no_argument, NULL, OPT_STDIN },
 	{ "no-stdin", no_argument, NULL, OPT_NO_STDIN },
 	{ "strict", no_argument, NULL, OPT_STRICT },
+	{ "strict-hide", no_argument, NULL, OPT_STRICT_HIDE },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
@@ -250,6 +254,9 @@ static int parse_run_options(struct cli *c, int argc, char **argv, const char *u
 			break;
 		case OPT_STRICT:
 			o->strict = true;
+			break;
+		case OPT_STRICT_HIDE:
+			o->strict_hide = true;
 			break;
 		case OPT_TIMEOUT:
 		case OPT_CPU:
@@ -626,11 +633,18 @@ static int cmd_policy(int argc, char **argv)
 	if (streq(argv[1], "show")) {
 		struct cli c = { 0 };
 		json_t *j;
+		bool stub;
 
 		parse_run_options(&c, argc - 1, argv + 1, usage);
 		build_policy(&c, false);
+		/* What a hide rule hides in namespaced mode: the fast path covers content
+		 * with a stub whose name stat and listings see (sup_filter_kind_of()). */
+		stub = sup_filter_kind_of(true, c.o.strict_hide, c.o.audit_path != NULL, c.o.vfs) ==
+		       SUP_FILTER_NAMESPACED;
 		if (c.json) {
-			printf("{\"sha256\":\"%s\",\"policy\":%s}\n", c.o.policy_hash, c.o.policy_json);
+			printf("{\"sha256\":\"%s\",\"hidden_names\":\"%s\",\"policy\":%s}\n",
+			       c.o.policy_hash, stub ? "visible-as-empty-stub" : "absent",
+			       c.o.policy_json);
 			return 0;
 		}
 		j = json_loads(c.o.policy_json, 0, NULL);
@@ -640,6 +654,10 @@ static int cmd_policy(int argc, char **argv)
 			return MOAT_EXIT_FAILURE;
 		}
 		json_decref(j);
+		printf(stub ? "# hidden content is never readable; namespaced, a hidden name shows as an "
+			      "empty stub to stat and listings (--strict-hide: the name is absent too)\n"
+			    : "# hidden content is never readable and a hidden name is absent: every "
+			      "metadata call by name is emulated\n");
 		return 0;
 	}
 	usage_fail(usage, "unknown policy subcommand '%s'", argv[1]);

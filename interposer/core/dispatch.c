@@ -7,7 +7,8 @@
  * last read (the tracee may have died and its pid been reused), and from then on acts
  * only on its own copy. Results are produced by the supervisor itself (vfs_* on host
  * fds) and handed back: an fd through ADDFD, a struct by writing it into the tracee, or
- * a plain return value. CONTINUE is answered only for exec (what the kernel then
+ * a plain return value. CONTINUE is answered for a read-only open in namespaced mode
+ * (may_continue_open()), for exec (what the kernel then
  * executes is checked before it runs, see exectrace.c), chdir (grants nothing by
  * itself: every later relative path is resolved from the canonical cwd again),
  * personality and the syscalls that name a pid (decided on registers, not on memory).
@@ -402,6 +403,33 @@ static void defer_fifo_open(struct sup_call *c, int fd, int flags)
 	deny(c, EAGAIN, "too many FIFO opens waiting for their other end");
 }
 
+/*
+ * Whether an allowed open may be answered CONTINUE instead of handing over our fd: the
+ * kernel then opens the path again, from the caller's memory, in the caller's mount
+ * namespace and with its credentials. That reaches the same file unless the path was
+ * swapped since our copy, and a swapped path reaches only what the namespace holds, in
+ * which every hidden or read-denied path is covered by an empty stub (spawn.c
+ * cover_hidden()). So: read-only opens that create nothing, of a regular file or a
+ * directory (a device, a FIFO or a socket may mean something else to the caller than to
+ * us, /dev/tty above all), and only where the namespace covers (continue_ro_opens).
+ * creat() never gets here read-only.
+ */
+static bool may_continue_open(struct sup_call *c, int fd, int flags)
+{
+	struct stat st;
+
+	/* openat2's flags live in memory (struct open_how), where a thread could turn
+	 * them into O_RDWR|O_CREAT after the check; open and openat pass them in a
+	 * register, which cannot change. */
+	if (!c->s->continue_ro_opens || c->e->id == SC_openat2 ||
+	    (flags & O_ACCMODE) != O_RDONLY || (flags & (O_CREAT | O_TRUNC | O_PATH)) ||
+	    (flags & O_TMPFILE) == O_TMPFILE)
+		return false;
+	if (fstat(fd, &st) < 0)
+		return false;
+	return S_ISREG(st.st_mode) || S_ISDIR(st.st_mode);
+}
+
 static void do_open(struct sup_call *c, int64_t dirfd, uint64_t path_addr, int flags,
 		    mode_t mode, uint64_t resolve)
 {
@@ -429,6 +457,11 @@ static void do_open(struct sup_call *c, int64_t dirfd, uint64_t path_addr, int f
 		return defer_fifo_open(c, r, flags);
 	if ((flags & O_ACCMODE) != O_RDONLY && names_comm(c->verdict.vpath))
 		atomic_store(&c->s->comm_nocache, true); /* see read_comm() */
+	if (may_continue_open(c, r, flags)) {
+		close(r);
+		c->outcome = CALL_CONTINUE;
+		return;
+	}
 	c->fd = r;
 	c->fd_flags = (flags & O_CLOEXEC) ? O_CLOEXEC : 0;
 	c->outcome = CALL_ADDFD;

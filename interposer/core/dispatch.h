@@ -56,6 +56,9 @@ struct sup_ctx {
 	uint32_t arch;
 	bool namespaced;
 	bool verbose;
+	/* the kernel's view covers hidden content (namespaced, not --strict-hide, no broad
+	 * mapping of /dev's parent): a read-only open is continued after the check */
+	bool continue_ro_opens;
 	struct vfs *vfs;
 	struct net *net;
 	struct sup_net *netst;            /* sock.c: pending connects, the DNS socket */

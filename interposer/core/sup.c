@@ -83,15 +83,40 @@ const char *sup_reason_name(enum sup_reason r)
 
 /* ---- the filter, compiled at build time by gen-filter.c ---- */
 
-extern const struct sock_filter moat_filter_insns[], moat_filter_unns_insns[];
-extern const unsigned short moat_filter_len, moat_filter_unns_len;
+extern const struct sock_filter moat_filter_insns[], moat_filter_strict_insns[],
+	moat_filter_unns_insns[];
+extern const unsigned short moat_filter_len, moat_filter_strict_len, moat_filter_unns_len;
 
-int sup_filter_precompiled(bool namespaced, struct sock_fprog *ret_prog)
+int sup_filter_precompiled(enum sup_filter_kind kind, struct sock_fprog *ret_prog)
 {
-	ret_prog->len = namespaced ? moat_filter_len : moat_filter_unns_len;
-	ret_prog->filter = (struct sock_filter *)(namespaced ? moat_filter_insns
-							     : moat_filter_unns_insns);
-	return 0;
+	switch (kind) {
+	case SUP_FILTER_NAMESPACED:
+		*ret_prog = (struct sock_fprog){ moat_filter_len, (struct sock_filter *)moat_filter_insns };
+		return 0;
+	case SUP_FILTER_STRICT_HIDE:
+		*ret_prog = (struct sock_fprog){ moat_filter_strict_len,
+						 (struct sock_filter *)moat_filter_strict_insns };
+		return 0;
+	case SUP_FILTER_UNNAMESPACED:
+		*ret_prog = (struct sock_fprog){ moat_filter_unns_len,
+						 (struct sock_filter *)moat_filter_unns_insns };
+		return 0;
+	case _SUP_FILTER_MAX:
+	default:
+		return -EINVAL;
+	}
+}
+
+/* The fast path needs a mount namespace that shows what the vfs shows, hidden content
+ * covered; --strict-hide and the audit stream (which records every metadata call by
+ * name) keep emulating. */
+enum sup_filter_kind sup_filter_kind_of(bool namespaced, bool strict_hide, bool audit,
+					const struct vfs *v)
+{
+	if (!namespaced)
+		return SUP_FILTER_UNNAMESPACED;
+	return strict_hide || audit || !vfs_kernel_view_exact(v) ? SUP_FILTER_STRICT_HIDE
+								 : SUP_FILTER_NAMESPACED;
 }
 
 /* ---- kernel features ---- */
@@ -1471,7 +1496,24 @@ int sup_run(struct sup_opts *o)
 	if (check_outputs(R) < 0)
 		return fail_early(R);
 
-	r = sup_filter_precompiled(R->ctx.namespaced, &plan.prog);
+	{
+		enum sup_filter_kind fk = sup_filter_kind_of(R->ctx.namespaced, o->strict_hide,
+							     o->audit_path != NULL, o->vfs);
+
+		/* The audit stream wants every metadata call, so it keeps the emulating
+		 * filter; its read-only opens can still be continued, recorded as such,
+		 * once the namespace covers hidden content. */
+		R->ctx.continue_ro_opens = fk == SUP_FILTER_NAMESPACED ||
+					   (o->audit_path && sup_filter_kind_of(R->ctx.namespaced,
+						o->strict_hide, false, o->vfs) == SUP_FILTER_NAMESPACED);
+		/* A continued open swapped to a magic link (/proc/self/fd/N of a host file
+		 * the command inherited) is refused by Landlock alone. */
+		if (R->feat.landlock_abi <= 0)
+			R->ctx.continue_ro_opens = false;
+		/* The metadata the kernel answers must not show a hidden file either. */
+		plan.cover_globs = R->ctx.continue_ro_opens || fk == SUP_FILTER_NAMESPACED;
+		r = sup_filter_precompiled(fk, &plan.prog);
+	}
 	if (r < 0)
 		SETUP_FAIL(R, "cannot load the seccomp filter");
 	if (notify_sizes(&sizes) < 0 || sizes.seccomp_notif < sizeof(struct seccomp_notif))

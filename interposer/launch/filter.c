@@ -90,31 +90,6 @@ bool sup_filter_names_pid(const struct sc_entry *e)
 	}
 }
 
-/* SysV IPC and POSIX message queues live in the IPC namespace. Namespaced mode has one
- * of its own; unnamespaced, they would be the host's, so that filter refuses them. */
-static bool host_ipc(enum sc_id id)
-{
-	switch (id) {
-	case SC_shmget:
-	case SC_shmat:
-	case SC_shmctl:
-	case SC_shmdt:
-	case SC_semget:
-	case SC_semop:
-	case SC_semctl:
-	case SC_semtimedop:
-	case SC_msgget:
-	case SC_msgsnd:
-	case SC_msgrcv:
-	case SC_msgctl:
-	case SC_mq_open:
-	case SC_mq_unlink:
-		return true;
-	default:
-		return false;
-	}
-}
-
 /* Internet socket types other than SOCK_STREAM (1), SOCK_DGRAM (2), SOCK_SEQPACKET (5)
  * and SOCK_RAW (3, refused for every family but netlink), as (type & mask) == value
  * over the type's low four bits (SOCK_TYPE_MASK): 0, 4, 6, 7 and 8-15. */
@@ -251,7 +226,7 @@ static int export_bpf(scmp_filter_ctx ctx, struct sock_fprog *ret)
 	return 0;
 }
 
-int sup_filter_build(uint32_t arch, bool namespaced, struct sock_fprog *ret_prog)
+int sup_filter_build(uint32_t arch, enum sup_filter_kind kind, struct sock_fprog *ret_prog)
 {
 	_cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL;
 	int r;
@@ -273,8 +248,11 @@ int sup_filter_build(uint32_t arch, bool namespaced, struct sock_fprog *ret_prog
 
 	for (size_t i = 0; i < sc_count(arch); i++) {
 		const struct sc_entry *e = sc_at(arch, i);
+		enum sc_handling h = (enum sc_handling)e->handling;
 
-		if (!namespaced && host_ipc(e->id)) {
+		/* SysV IPC and POSIX message queues live in the IPC namespace. Namespaced
+		 * mode has one of its own; unnamespaced, they would be the host's. */
+		if (kind == SUP_FILTER_UNNAMESPACED && e->unns_enosys) {
 			/* As on a kernel built without System V IPC. */
 			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), e->nr, 0);
 			if (r < 0)
@@ -282,7 +260,11 @@ int sup_filter_build(uint32_t arch, bool namespaced, struct sock_fprog *ret_prog
 						       strerror(-r));
 			continue;
 		}
-		switch ((enum sc_handling)e->handling) {
+		/* The mount namespace covers every hidden or read-denied path (spawn.c), so
+		 * the kernel's answer to a metadata call by name is the policy's. */
+		if (kind == SUP_FILTER_NAMESPACED && e->fast == SC_FAST_NATIVE)
+			h = SC_NATIVE;
+		switch (h) {
 		case SC_NATIVE:
 			r = 0;
 			break;

@@ -2,9 +2,9 @@
 /*
  * Landlock: the kernel's copy of the vfs table (layer 1 of docs/architecture.md), in both modes.
  *
- * The supervisor performs every path syscall itself, so Landlock mostly guards what the
- * kernel does on the sandbox's behalf without asking us: exec (the one path syscall we
- * continue), and anything a filter bug might let through. Each mapping becomes a
+ * Landlock guards what the kernel does on the sandbox's behalf: exec and (namespaced)
+ * read-only opens, which the supervisor continues after its check, the metadata calls
+ * namespaced mode leaves native, and anything a filter bug might let through. Each mapping becomes a
  * path-beneath rule (read and execute for ro, everything for rw); unmapped paths get
  * nothing. Landlock cannot carve a hidden file out of an allowed directory, so hide
  * globs stay the supervisor's job (docs/threat-model.md says so).
@@ -78,7 +78,7 @@ static int add_rule(const struct vfs_mount_info *m, void *ud)
 	return 0;
 }
 
-int sandbox_landlock(const struct vfs *v, int abi)
+int sandbox_landlock(const struct vfs *v, int abi, bool list_all)
 {
 	struct moat_landlock_ruleset_attr attr = { 0 };
 	struct ll_ctx ll = { .ruleset = -1 };
@@ -103,6 +103,20 @@ int sandbox_landlock(const struct vfs *v, int abi)
 	r = vfs_foreach_mount(v, add_rule, &ll);
 	if (r >= 0 && ll.err < 0)
 		r = ll.err;
+	if (r >= 0 && list_all) {
+		/* Directories of the skeleton (the unmapped way to a mapping, /deep above
+		 * --bind W:/deep/er/ws) open for the supervisor, so a continued open of one
+		 * must open for the kernel too. Listing is all this grants: the namespace
+		 * holds only the policy's view, hidden directories covered. */
+		_cleanup_close_ int fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		struct landlock_path_beneath_attr pb = {
+			.parent_fd = fd, .allowed_access = LANDLOCK_ACCESS_FS_READ_DIR & ll.handled,
+		};
+
+		if (fd < 0 || syscall(SYS_landlock_add_rule, ll.ruleset, LANDLOCK_RULE_PATH_BENEATH,
+				      &pb, 0) < 0)
+			r = negative_errno();
+	}
 	if (r >= 0)
 		r = RET_NERRNO(syscall(SYS_landlock_restrict_self, ll.ruleset, 0));
 	safe_close(ll.ruleset);

@@ -36,6 +36,7 @@ struct sup_opts {
 	char **argv;                  /* the command */
 	enum sup_mode mode;
 	bool tty, stdin_pass, strict, verbose, quiet;
+	bool strict_hide;             /* --strict-hide: a hidden name must not even exist */
 	double timeout;               /* seconds, 0 = none */
 	uint64_t memory;              /* bytes, 0 = none */
 	uint64_t pids;                /* 0 = none */
@@ -84,8 +85,18 @@ int sup_confine(bool unmount);
 
 /* filter.c: compiled at build time (gen-filter.c), installed in the child. */
 struct sock_fprog;
-int sup_filter_build(uint32_t arch, bool namespaced, struct sock_fprog *ret_prog);
-int sup_filter_precompiled(bool namespaced, struct sock_fprog *ret_prog);
+/* Which filter: the notify set depends on what the kernel's view can decide. */
+enum sup_filter_kind {
+	SUP_FILTER_NAMESPACED,   /* hidden content covered in the mount namespace: the
+	                            syscall table's "fast" column applies */
+	SUP_FILTER_STRICT_HIDE,  /* namespaced, every path syscall emulated (--strict-hide) */
+	SUP_FILTER_UNNAMESPACED,
+	_SUP_FILTER_MAX,
+};
+int sup_filter_build(uint32_t arch, enum sup_filter_kind kind, struct sock_fprog *ret_prog);
+int sup_filter_precompiled(enum sup_filter_kind kind, struct sock_fprog *ret_prog);
+enum sup_filter_kind sup_filter_kind_of(bool namespaced, bool strict_hide, bool audit,
+					const struct vfs *v);
 int sup_filter_install(const struct sock_fprog *prog, bool wait_killable);
 /* The syscalls whose pid argument the filter sends to the supervisor when it is not the
  * caller's own (derived from the table's argument kinds): dispatch's handle_pid_arg()

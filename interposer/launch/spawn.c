@@ -29,6 +29,7 @@
 #include "log.h"
 #include "macros.h"
 #include "missing-seccomp.h"
+#include "moat-config.h"
 #include "netns.h"
 #include "spawn.h"
 #include "cgroup.h"
@@ -314,6 +315,49 @@ struct mount_ctx {
 	char failed[PATH_MAX + 32];
 };
 
+/* The stub a hidden file is covered with: empty, mode 000, on the staging tmpfs (the
+ * bind keeps it alive after the staging root is dropped). */
+#define COVER_STUB "/cover-stub"
+
+/*
+ * Cover a hidden or read-denied path with an empty read-only stub of the same type: an
+ * empty tmpfs for a directory, the empty stub for a file. Not /dev/null: a stub that is
+ * a character device would tell stat (which the kernel answers itself in namespaced
+ * mode) more than the name. Other types (symlinks, sockets, FIFOs) hold no content.
+ */
+static int cover_path(const char *dst, const struct stat *st)
+{
+	int r;
+
+	if (S_ISDIR(st->st_mode))
+		return RET_NERRNO(mount("tmpfs", dst, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV,
+					"size=0,mode=000"));
+	if (!S_ISREG(st->st_mode))
+		return 0;
+	r = RET_NERRNO(mount(COVER_STUB, dst, NULL, MS_BIND, NULL));
+	return r < 0 ? r : set_readonly(dst);
+}
+
+/* vfs_foreach_cover(): a path a glob hides or denies, found in the assembled tree. */
+static int cover_one(const char *vpath, bool dir, void *ud)
+{
+	struct mount_ctx *mc = ud;
+	char dst[PATH_MAX + 16];
+	struct stat st;
+	int r;
+
+	(void)dir;
+	snprintf(dst, sizeof(dst), "/newroot%s", vpath);
+	if (lstat(dst, &st) < 0)
+		return 0;
+	r = cover_path(dst, &st);
+	if (r < 0) {
+		mc->err = r;
+		snprintf(mc->failed, sizeof(mc->failed), "%s", vpath);
+	}
+	return r;
+}
+
 static int mount_one(const struct vfs_mount_info *m, void *ud)
 {
 	struct mount_ctx *mc = ud;
@@ -391,16 +435,10 @@ static int mount_one(const struct vfs_mount_info *m, void *ud)
 		return 0;
 	case VFS_MOUNT_HIDE:
 		/* Concrete hidden paths under a mapping: cover them so that even a bug in
-		 * the supervisor cannot show their content. Globs are the supervisor's job. */
+		 * the supervisor cannot show their content. Globs: vfs_foreach_cover() below. */
 		if (lstat(dst, &st) < 0)
 			return 0;
-		if (S_ISDIR(st.st_mode))
-			r = RET_NERRNO(mount("tmpfs", dst, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV,
-					     "size=0,mode=000"));
-		else if (S_ISREG(st.st_mode))
-			r = RET_NERRNO(mount("/oldroot/dev/null", dst, NULL, MS_BIND, NULL));
-		else
-			r = 0;
+		r = cover_path(dst, &st);
 		if (r < 0)
 			goto fail;
 		return 0;
@@ -449,10 +487,41 @@ static int build_mount_ns(const struct spawn_plan *p)
 	if (r < 0)
 		return r;
 
+	r = open(COVER_STUB, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0);
+	if (r < 0)
+		return negative_errno();
+	close(r);
 	r = vfs_foreach_mount(p->opts->vfs, mount_one, &mc);
 	if (r < 0 || mc.err < 0) {
 		log_debug("mount of %s failed: %s", mc.failed, strerror(-(mc.err ? mc.err : r)));
 		return mc.err ? mc.err : r;
+	}
+	/* Glob hides and denies, found in the tree just assembled: the kernel's view then
+	 * holds no hidden content at all, which lets the supervisor continue read-only
+	 * opens and leave metadata calls to the kernel (see may_continue_open()). */
+	bool cover = p->cover_globs;
+#if MOAT_TEST_HOOKS
+	/* MOAT_TEST_SKIP_COVER=1 (escape tests only): the control run that shows what the
+	 * covering protects against once read-only opens are continued. */
+	if (getenv("MOAT_TEST_SKIP_COVER"))
+		cover = false;
+#endif
+	if (cover) {
+		/* pid 1 is the keeper, a fork of the supervisor that the vfs never shows
+		 * (its command line is moat's): the kernel's /proc must not either. */
+		r = RET_NERRNO(mount("tmpfs", "/newroot/proc/1", "tmpfs",
+				     MS_RDONLY | MS_NOSUID | MS_NODEV, "size=0,mode=000"));
+		if (r < 0 && r != -ENOENT)
+			return r;
+		r = vfs_foreach_cover(p->opts->vfs, "/newroot", cover_one, &mc);
+		if (r == -E2BIG)
+			log_error("the writable trees are too large to search for what the hide "
+				  "rules' globs match: run with --strict-hide");
+		if (r < 0 || mc.err < 0) {
+			log_debug("covering %s failed: %s", mc.failed[0] ? mc.failed : "hidden paths",
+				  strerror(-(mc.err ? mc.err : r)));
+			return mc.err ? mc.err : r;
+		}
 	}
 
 	/* Enter the new root and drop the old one entirely: pivot_root(".", ".") stacks
@@ -595,7 +664,7 @@ _noreturn_ static void command_main(struct spawn_plan *p, pid_t keeper)
 	if (r < 0)
 		child_fail(p->sync_fd, STAGE_CAPS, -r);
 	if (p->features->landlock_abi > 0) {
-		r = sandbox_landlock(o->vfs, p->features->landlock_abi);
+		r = sandbox_landlock(o->vfs, p->features->landlock_abi, p->cover_globs);
 		if (r < 0)
 			child_fail(p->sync_fd, STAGE_LANDLOCK, -r);
 	}

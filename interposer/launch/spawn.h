@@ -43,6 +43,7 @@ struct spawn_plan {
 	const struct sup_opts *opts;
 	const struct sup_features *features;
 	bool namespaced;
+	bool cover_globs;       /* cover what glob rules hide or deny (the fast path needs it) */
 	struct sock_fprog prog;
 	char **envp;            /* built before fork: no allocation in the child */
 	bool wait_argv;         /* --start-fd: the keeper waits for SYNC_ARGV before it forks

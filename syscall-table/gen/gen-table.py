@@ -25,7 +25,10 @@ ABIS = (  # CSV column, AUDIT_ARCH_* macro
     ("x86_64", "AUDIT_ARCH_X86_64"),
     ("aarch64", "AUDIT_ARCH_AARCH64"),
 )
-COLUMNS = ["name", "x86_64", "aarch64", "nargs", "args", "categories", "handling", "errno", "note"]
+COLUMNS = ["name", "x86_64", "aarch64", "nargs", "args", "categories", "handling", "errno", "note",
+           "unns", "fast", "continues", "mode_note"]
+UNNS = ["", "enosys"]
+FAST = ["", "native", "continue-ro"]
 KINDS = ["none", "int", "uint", "fd", "dirfd", "path", "string", "oflags", "atflags", "flags",
          "mode", "sockaddr", "socklen", "buf", "struct", "ptr", "argv", "pid", "signal"]
 CATEGORIES = ["fs", "net", "exec", "proc", "mem", "time", "ipc", "signal", "fd", "sys",
@@ -95,6 +98,12 @@ def parse(path):
             raise CsvError("%s: errno %r given for handling %s" % (where, e, h))
         if h == "notify" and not NOTIFY_KINDS & set(kinds):
             raise CsvError("%s: notify row without a path, sockaddr or fd argument" % where)
+        if r["unns"] not in UNNS or r["fast"] not in FAST or r["continues"] not in ("", "yes"):
+            raise CsvError("%s: bad unns/fast/continues value" % where)
+        if r["fast"] and h != "notify":
+            raise CsvError("%s: fast %s given for a row that is not notified" % (where, r["fast"]))
+        if (r["fast"] or r["unns"]) and r["mode_note"].strip() == "":
+            raise CsvError("%s: a per-mode handling needs a mode_note (say why)" % where)
         if r["note"].strip() == "":
             raise CsvError("%s: empty note (say why this handling)" % where)
         rows.append(r)
@@ -152,9 +161,14 @@ def write_table(rows, out):
             for r in ent:
                 kinds = ", ".join("SC_ARG_" + k.upper() for k in r["kinds"]) or "SC_ARG_NONE"
                 cats = " | ".join("SC_CAT_" + c.upper() for c in r["cats"])
-                f.write("\t{ SC_%s, %s, %d, %d, { %s }, %s, SC_%s, %s,\n\t  %s },\n"
+                fast = "SC_FAST_" + (r["fast"].upper().replace("-", "_") or "SAME")
+                f.write("\t{ SC_%s, %s, %d, %d, { %s }, %s, SC_%s, %s,\n\t  %s,\n"
+                        "\t  %s, %s, %s, %s },\n"
                         % (r["name"], cstr(r["name"]), r[abi], len(r["kinds"]), kinds, cats,
-                           r["handling"].upper(), r["errno"] or "0", cstr(r["note"])))
+                           r["handling"].upper(), r["errno"] or "0", cstr(r["note"]),
+                           "true" if r["unns"] == "enosys" else "false", fast,
+                           "true" if r["continues"] == "yes" else "false",
+                           cstr(r["mode_note"]) if r["mode_note"] else "NULL"))
             f.write("};\n\n")
             nmax = ent[-1][abi] if ent else 0
             by_nr = [-1] * (nmax + 1)

@@ -5,7 +5,8 @@
 Numbers are never typed by hand: every x86_64 / aarch64 number is asked of the
 installed libseccomp (seccomp_syscall_resolve_name_arch / _num_arch through ctypes),
 so the table agrees with the library the filter is built with. The curated columns
-(nargs, args, categories, handling, errno, note) are kept as they are.
+(nargs, args, categories, handling, errno, note, and the per-mode unns, fast,
+continues, mode_note) are kept as they are.
 
   - a name libseccomp knows on an ABI gets that number; one it does not know there
     gets an empty cell (libseccomp's negative pseudo-numbers mean "not on this ABI");
@@ -26,7 +27,8 @@ import platform
 import sys
 
 ABIS = ("x86_64", "aarch64")
-COLUMNS = ("name", "x86_64", "aarch64", "nargs", "args", "categories", "handling", "errno", "note")
+COLUMNS = ("name", "x86_64", "aarch64", "nargs", "args", "categories", "handling", "errno", "note",
+           "unns", "fast", "continues", "mode_note")
 # Highest number probed when enumerating an ABI. The generic table is below 1024 on
 # every ABI moat tabulates (x32's 512+ numbers are a separate ABI libseccomp keeps apart).
 PROBE_MAX = 1024
@@ -118,6 +120,10 @@ def main():
                 % (version, today, platform.release()))
         f.write("# Curated columns: nargs, args (enum sc_arg_kind names), categories (enum sc_category\n")
         f.write("# names joined by '|'), handling (native notify deny kill args), errno, note.\n")
+        f.write("# Per-mode columns (moat syscalls --json prints the resulting class per mode): unns\n")
+        f.write("# (enosys: refused unnamespaced), fast (namespaced unless --strict-hide: native, or\n")
+        f.write("# continue-ro for opens continued when read-only), continues (yes: the supervisor\n")
+        f.write("# answers CONTINUE after its check in every mode), mode_note (why, when not the note).\n")
         f.write("# Rows without numbers are newer than that libseccomp: kept for their policy.\n")
         w = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
         w.writeheader()

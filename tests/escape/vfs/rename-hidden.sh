@@ -3,7 +3,7 @@
 # directory must not carry a hidden path out from under its rule. The workspace stands
 # for a HOME with a hidden ~/.config/gcloud: `mv .config .cfg; cat .cfg/gcloud/...`
 # must not read the secret (moat refuses the rename with EXDEV; mv then copies through
-# the view, where gcloud is not). Neither may a hidden file be renamed to a visible
+# the view, where gcloud is not, or is an empty stub in namespaced mode). Neither may a hidden file be renamed to a visible
 # name, nor a file onto a hidden name, in either mode; checked from outside (the host
 # tree after the run) and by the output. The same for a glob of two components
 # (**/.docker/config.json) when .docker itself is renamed. Controls: a directory holding
@@ -34,8 +34,11 @@ for mode in unnamespaced namespaced; do
 	out=$(cd "$W" && "$MOAT" run -q --mode "$mode" --hide "$W/.config/gcloud" -- sh -c '
 		mv .config .cfg; cat .cfg/gcloud/credentials.db
 		mv .cfg/gcloud/credentials.db creds; cat creds' 2>&1)
+	# Namespaced, the hidden directory is an empty stub that mv's copy sees and copies
+	# as an empty directory: the name, never what is in it.
+	if [ "$mode" = namespaced ]; then gone=.cfg/gcloud/credentials.db; else gone=.cfg/gcloud; fi
 	no_secret <(echo "$out") "$SECRET" && [ -f "$W/.config/gcloud/credentials.db" ] &&
-		[ ! -e "$W/.cfg/gcloud" ] && [ ! -e "$W/creds" ]
+		[ ! -e "$W/$gone" ] && [ ! -e "$W/creds" ]
 	ok $? "$mode: mv .config .cfg does not carry the hidden gcloud out (host: $(cd "$W" && echo .c*))" "$out"
 
 	fresh

@@ -3,10 +3,12 @@
 # stays invisible through every alias, and a hidden name cannot be created. Namespaced
 # mode remaps the workspace to /workspace; unnamespaced mode binds it at its host path.
 # Every check reads what the sandboxed command printed or what is on the host after it.
+# Namespaced mode runs twice: by default the kernel answers metadata calls and a hidden
+# name shows as an empty stub (its content never does); --strict-hide hides the name too.
 . "$MOAT_SRC/tests/lib/tap.sh"
 . "$MOAT_SRC/tests/live/vfs/lib.sh"
 
-plan 30
+plan 45
 # moat runs from an unrelated empty directory: the default profile maps the caller's
 # cwd, which must not make the workspace reachable under its host path as well.
 mkdir "$TMP/cwd"
@@ -15,8 +17,9 @@ mkdir "$TMP/cwd"
 # stderr to $TMP/err, status in $rc. $D is the workspace as the sandbox names it.
 run_in() {
 	local mode=$1 script=$2 map
-	if [ "$mode" = namespaced ]; then map=(--bind "$W:/workspace" --chdir /workspace)
-	else map=(--bind "$W" --chdir "$W"); fi
+	if [ "$mode" = unnamespaced ]; then map=(--bind "$W" --chdir "$W")
+	else map=(--bind "$W:/workspace" --chdir /workspace); fi
+	[ "$mode" = strict-hide ] && map+=(--strict-hide) && mode=namespaced
 	(cd "$TMP/cwd" && "$MOAT" run -q --mode "$mode" "${map[@]}" --hide '**/.env' \
 		-- sh -c "$script" >"$TMP/out" 2>"$TMP/err")
 	rc=$?
@@ -26,24 +29,26 @@ diag() { echo "rc=$rc"; echo "--- stdout"; head -c 2000 "$TMP/out"; echo "--- st
 hidden() { no_secret "$TMP/out" "$SECRET" && no_secret "$TMP/err" "$SECRET" &&
 	{ [ -z "${1:-}" ] || ! grep -q '\.env' "$TMP/out"; }; }
 
-for mode in namespaced unnamespaced; do
-	if ! have_mode "$mode"; then
+for mode in namespaced strict-hide unnamespaced; do
+	if ! have_mode "${mode/strict-hide/namespaced}"; then
 		for i in $(seq 15); do skip "$mode: case $i" "moat cannot start in $mode mode here"; done
 		continue
 	fi
 	make_workspace
-	if [ "$mode" = namespaced ]; then D=/workspace; else D=$W; fi
+	if [ "$mode" = unnamespaced ]; then D=$W; else D=/workspace; fi
+	# where the name itself is hidden, not only the content
+	if [ "$mode" = namespaced ]; then names=; else names=name; fi
 	host_sum=$(sha256sum "$W/.env")
 
 	run_in $mode "cat $D/.env"
 	hidden && [ $rc -ne 0 ]; ok $? "$mode: cat \$D/.env fails without the secret" "$(diag)"
 
 	run_in $mode "ls -a $D"
-	hidden name && grep -qx a.txt "$TMP/out"; ok $? "$mode: ls -a lists a.txt but not .env" "$(diag)"
+	hidden $names && grep -qx a.txt "$TMP/out"; ok $? "$mode: ls -a lists a.txt${names:+ but not .env}" "$(diag)"
 
 	run_in $mode "find $D"
-	hidden name && grep -q 'sub/inner.txt$' "$TMP/out" && [ $rc -eq 0 ]
-	ok $? "$mode: find walks the whole workspace (sub/inner.txt) and omits .env" "$(diag)"
+	hidden $names && grep -q 'sub/inner.txt$' "$TMP/out" && [ $rc -eq 0 ]
+	ok $? "$mode: find walks the whole workspace (sub/inner.txt)${names:+ and omits .env}" "$(diag)"
 
 	run_in $mode "ln -s $D/.env $D/abs-link; ln -s .env $D/rel-link; cat $D/abs-link $D/rel-link"
 	hidden && [ $rc -ne 0 ]; ok $? "$mode: absolute and relative symlinks made inside do not reach it" "$(diag)"
@@ -55,8 +60,8 @@ for mode in namespaced unnamespaced; do
 	hidden && [ $rc -ne 0 ]; ok $? "$mode: ./sub/../.env, ../.env and // spellings do not reach it" "$(diag)"
 
 	run_in $mode "python3 -c 'import os; print(os.listdir(\"$D\")); print(os.listdir(\".\")); print(os.path.exists(\"$D/.env\"))'"
-	hidden name && grep -q a.txt "$TMP/out" && grep -qx False "$TMP/out"
-	ok $? "$mode: Python os.listdir does not list it, os.path.exists is False" "$(diag)"
+	hidden $names && grep -q a.txt "$TMP/out" && { [ -z "$names" ] || grep -qx False "$TMP/out"; }
+	ok $? "$mode: Python os.listdir${names:+ does not list it, os.path.exists is False}" "$(diag)"
 
 	run_in $mode "grep -r moat-secret $D; tar cf - -C $D . | grep -c moat-secret; cp $D/.env $D/copy1; ln $D/.env $D/copy2; cat $D/copy1 $D/copy2"
 	hidden && [ ! -e "$W/copy1" ] && [ ! -e "$W/copy2" ] && grep -qx 0 "$TMP/out"
@@ -86,9 +91,15 @@ for mode in namespaced unnamespaced; do
 
 	# (If a broken build let the previous case delete it, put it back so this one means something.)
 	[ -e "$W/.env" ] || printf '%s\n' "$SECRET" >"$W/.env"
-	run_in $mode "stat $D/.env; test -e $D/.env && echo EXISTS; ls -l $D/.env"
-	! grep -q EXISTS "$TMP/out" && hidden name
-	ok $? "$mode: stat, test -e and ls -l report it absent" "$(diag)"
+	if [ -n "$names" ]; then
+		run_in $mode "stat $D/.env; test -e $D/.env && echo EXISTS; ls -l $D/.env"
+		! grep -q EXISTS "$TMP/out" && hidden name
+		ok $? "$mode: stat, test -e and ls -l report it absent" "$(diag)"
+	else
+		run_in $mode "stat -c '%s %a' $D/.env; test -r $D/.env || echo UNREADABLE"
+		grep -qx '0 0' "$TMP/out" && grep -qx UNREADABLE "$TMP/out" && hidden
+		ok $? "$mode: stat shows an empty stub of mode 000, not the file" "$(diag)"
+	fi
 
 	# Positive control: the rest of the workspace is readable and writable.
 	run_in $mode "cat $D/a.txt $D/sub/inner.txt && echo written > $D/new.txt"

@@ -205,6 +205,57 @@ static void test_policy(void **state)
 	expect(x, "uselib", SC_DENY, EPERM);
 }
 
+static enum sc_fast fast_of(uint32_t arch, const char *name)
+{
+	const struct sc_entry *e = sc_by_name(arch, name);
+
+	assert_non_null(e);
+	return (enum sc_fast)e->fast;
+}
+
+/* The namespaced fast path: what leaves the notify set, what is continued when
+ * read-only, and that writes, creates, renames and links stay emulated (a new uncovered
+ * hidden name must never appear through the sandbox). */
+static void test_fast_path(void **state)
+{
+	static const char *const native[] = { "newfstatat", "statx", "getdents64", "readlinkat",
+					       "faccessat", "faccessat2" };
+	static const char *const emulated[] = { "mkdirat", "renameat2", "linkat", "symlinkat",
+						 "unlinkat", "mknodat", "fchmodat", "utimensat",
+						 "connect", "execve", "inotify_add_watch",
+						 "getxattr", "truncate" };
+
+	(void)state;
+	for (size_t a = 0; a < N_ARCHES; a++) {
+		uint32_t arch = arches[a];
+
+		for (size_t i = 0; i < sizeof(native) / sizeof(native[0]); i++)
+			assert_int_equal(fast_of(arch, native[i]), SC_FAST_NATIVE);
+		for (size_t i = 0; i < sizeof(emulated) / sizeof(emulated[0]); i++)
+			assert_int_equal(fast_of(arch, emulated[i]), SC_FAST_SAME);
+		assert_int_equal(fast_of(arch, "openat"), SC_FAST_CONTINUE_RO);
+		/* its flags are in memory: never continued */
+		assert_int_equal(fast_of(arch, "openat2"), SC_FAST_SAME);
+		assert_true(sc_by_name(arch, "execve")->continues);
+		assert_false(sc_by_name(arch, "openat")->continues);
+		assert_true(sc_by_name(arch, "shmget")->unns_enosys);
+		assert_false(sc_by_name(arch, "futex")->unns_enosys);
+		for (size_t i = 0; i < sc_count(arch); i++) {
+			const struct sc_entry *e = sc_at(arch, i);
+
+			if (e->fast != SC_FAST_SAME)
+				assert_int_equal(e->handling, SC_NOTIFY);
+			if (e->fast != SC_FAST_SAME || e->unns_enosys)
+				assert_non_null(e->mode_note);
+		}
+	}
+	assert_int_equal(fast_of(AUDIT_ARCH_X86_64, "stat"), SC_FAST_NATIVE);
+	assert_int_equal(fast_of(AUDIT_ARCH_X86_64, "open"), SC_FAST_CONTINUE_RO);
+	assert_int_equal(fast_of(AUDIT_ARCH_X86_64, "creat"), SC_FAST_SAME);
+	assert_string_equal(sc_mode_name(SC_MODE_STRICT_HIDE), "namespaced-strict-hide");
+	assert_null(sc_mode_name(_SC_MODE_MAX));
+}
+
 static void test_category_names(void **state)
 {
 	char buf[64], tiny[4];
@@ -230,6 +281,7 @@ int main(void)
 		cmocka_unit_test(test_ids_sorted),
 		cmocka_unit_test(test_lookup_misses),
 		cmocka_unit_test(test_policy),
+		cmocka_unit_test(test_fast_path),
 		cmocka_unit_test(test_category_names),
 	};
 

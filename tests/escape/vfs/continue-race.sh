@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Invariant 1 after a CONTINUE: namespaced mode answers an allowed read-only open with
+# SECCOMP_USER_NOTIF_FLAG_CONTINUE, and the kernel then reads the path from the
+# caller's memory again. tests/escape/vfs/toctou.c flips that path between an allowed
+# file and a hidden one; whatever the kernel opens after the swap must hold nothing
+# hidden, because the mount namespace covers every hidden or read-denied path with an
+# empty stub. The bytes read are compared with the secret itself.
+#
+# The control runs (test_hooks builds) skip the covering of glob matches
+# (MOAT_TEST_SKIP_COVER) and must then read the secret: they show that the race
+# reaches the kernel after a CONTINUE and that the covering is what stops it.
+. "$MOAT_SRC/tests/lib/tap.sh"
+. "$MOAT_SRC/tests/live/vfs/lib.sh"
+: "${TOCTOU:?TOCTOU must point at the fixture (meson sets it)}"
+
+plan 8
+mkdir "$TMP/cwd"
+W=$(mktemp -d "$TMP/ws.XXXXXX")
+echo ALLOWED >"$W/okay"
+echo HIDDEN >"$W/hush"
+mkdir "$W/deep"
+echo ALLOWED >"$W/deep/a.txt"
+echo HIDDEN >"$W/deep/k.pem"   # not hidden by the default profile: the rule below does
+cp "$TOCTOU" "$W/toctou"
+map=(--bind "$W:/workspace" --chdir /workspace)
+
+if ! have_mode namespaced; then
+	for i in 1 2 3 4 5 6 7 8; do skip "namespaced case $i" "moat cannot start in namespaced mode here"; done
+	finish
+fi
+
+race() { # race RULES... -- ALLOWED HIDDEN N: the fixture's output line
+	local rules=() out
+	while [ "$1" != -- ]; do rules+=("$1"); shift; done
+	shift
+	out=$(cd "$TMP/cwd" && "$MOAT" run -q "${map[@]}" "${rules[@]}" -- \
+		/workspace/toctou "$1" "$2" "$3" 2>&1)
+	echo "$out"
+}
+
+# Default profile, no audit: the mode in which read-only opens are continued.
+for rule in "--hide=**/hush" "--deny=**/hush" "--hide=/workspace/hush"; do
+	out=$(race "$rule" -- /workspace/okay /workspace/hush 50000)
+	echo "$out" | grep -qE '^allowed=[1-9][0-9]* hidden=0 '
+	ok $? "namespaced, $rule: 50000 racing opens never read the hidden bytes ($out)"
+done
+
+out=$(race "--hide=**/k.pem" -- /workspace/deep/a.txt /workspace/deep/k.pem 50000)
+echo "$out" | grep -qE '^allowed=[1-9][0-9]* hidden=0 '
+ok $? "namespaced, a glob match in a subdirectory is covered too ($out)"
+
+# A magic link to a host file outside the view: the command's stderr, a host log the
+# sandbox may write but whose content is not in the view (the same length as
+# /workspace/okay). The supervisor refuses the path; after a swap the kernel follows
+# the link, and Landlock (no rule covers the host file) must refuse it.
+echo HIDDEN-host-log >"$TMP/host.log"
+out=$(cd "$TMP/cwd" && "$MOAT" run -q "${map[@]}" -- /workspace/toctou /workspace/okay \
+	/proc/self/fd/2 50000 2>>"$TMP/host.log")
+echo "$out" | grep -qE '^allowed=[1-9][0-9]* hidden=0 '
+ok $? "namespaced: a swap to /proc/self/fd/2 (a host file outside the view) never reads it ($out)"
+
+out=$(race --strict-hide "--hide=**/hush" -- /workspace/okay /workspace/hush 50000)
+echo "$out" | grep -qE '^allowed=[1-9][0-9]* hidden=0 '
+ok $? "namespaced --strict-hide (every open emulated): never the hidden bytes ($out)"
+
+if ! grep -q '^#define MOAT_TEST_HOOKS 1' "$MOAT_BUILD/moat-config.h" 2>/dev/null; then
+	skip "control: without the covering the race reads the secret" "a build without test_hooks"
+	skip "control: without the covering, a denied glob match is read too" "a build without test_hooks"
+	finish
+fi
+out=$(MOAT_TEST_SKIP_COVER=1 race "--hide=**/hush" -- /workspace/okay /workspace/hush 50000)
+echo "$out" | grep -qE 'hidden=[1-9]'
+ok $? "control: without the covering the race reads the secret after a CONTINUE ($out)"
+out=$(MOAT_TEST_SKIP_COVER=1 race "--deny=**/hush" -- /workspace/okay /workspace/hush 50000)
+echo "$out" | grep -qE 'hidden=[1-9]'
+ok $? "control: without the covering, a denied glob match is read too ($out)"
+finish

@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Covering: the paths of the assembled mount namespace that the policy hides or denies
+ * for reading, so that the namespace can hold an empty stub over each of them.
+ *
+ * Literal hide rules are covered from the table alone (vfs_foreach_mount()). A glob
+ * names paths only once a tree is read, so the namespace's tree is read at set-up:
+ * wholly where the sandbox can write (writable mappings and tmpfs, the home) and in the
+ * directories on the way to those; elsewhere (read-only system trees) only as deep as a
+ * glob's components before its first "**" reach ("/etc/shadow*" reads /etc, "**" alone
+ * reads nothing there). docs/threat-model.md ("Hidden content and the kernel's view")
+ * says what that leaves out and why. What the sandbox creates later under a hidden name
+ * is refused by the supervisor: creates, renames and links stay emulated in every mode.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "macros.h"
+#include "vfs-internal.h"
+
+struct cover {
+	const struct vfs *v;
+	const char *root;  /* host path of the namespace's "/" */
+	int (*fn)(const char *vpath, bool dir, void *ud);
+	void *ud;
+	unsigned entries;  /* read so far, for the bound below */
+};
+
+/* A tree this large is not a workspace: reading it would cost more than a start-up is
+ * worth (the system trees hold ~450 000 files on a Debian image, 2.5 s). */
+#define COVER_MAX_ENTRIES 2000000u
+
+/* Components of a glob before its first "**": how deep it can reach in a tree that is
+ * read only as far as the globs name it. */
+static unsigned fixed_depth(const char *pat)
+{
+	unsigned n = 0;
+
+	for (const char *p = pat; *p;) {
+		const char *e;
+
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		e = strchrnul(p, '/');
+		if (e - p == 2 && p[0] == '*' && p[1] == '*')
+			break;
+		n++;
+		p = e;
+	}
+	return n;
+}
+
+static unsigned depth_of(const char *vpath)
+{
+	unsigned n = 0;
+
+	for (const char *p = vpath; *p; p++)
+		if (*p == '/' && p[1])
+			n++;
+	return n;
+}
+
+/* The sandbox can put files at or below vpath: a writable mapping or tmpfs covers it,
+ * or it is in the home. */
+static bool writable_at(const struct vfs *v, const char *vpath)
+{
+	const struct vfs__rule *m = vfs__mount_covering(v, vpath);
+
+	if (m && (m->writable || m->kind == VFS__TMPFS) && !m->is_proc)
+		return true;
+	return (v->home_dir && vfs__path_under(vpath, v->home_dir)) ||
+	       (v->home && !streq(v->home, "/") && vfs__path_under(vpath, v->home));
+}
+
+/* vpath is on the way to a place the sandbox can write. */
+static bool writable_below(const struct vfs *v, const char *vpath)
+{
+	for (size_t i = 0; i < v->n_mounts; i++) {
+		const struct vfs__rule *m = v->mounts[i];
+
+		if ((m->writable || m->kind == VFS__TMPFS) && !m->is_proc &&
+		    vfs__path_under(m->virt, vpath))
+			return true;
+	}
+	return false;
+}
+
+static bool worth_reading(const struct vfs *v, const char *vpath)
+{
+	unsigned d = depth_of(vpath);
+
+	if (writable_at(v, vpath) || writable_below(v, vpath))
+		return true;
+	for (size_t i = 0; i < v->n_globs; i++)
+		if (fixed_depth(v->globs[i]->virt) > d &&
+		    vfs__glob_may_match_below(v->globs[i]->virt, vpath))
+			return true;
+	return false;
+}
+
+static bool mapping_below(const struct vfs *v, const char *vpath)
+{
+	for (size_t i = 0; i < v->n_mounts; i++)
+		if (!streq(v->mounts[i]->virt, vpath) && vfs__path_under(v->mounts[i]->virt, vpath))
+			return true;
+	return false;
+}
+
+static bool refused(const struct vfs *v, const char *vpath)
+{
+	struct vfs_verdict verdict;
+	int r = vfs_decide(v, vpath, VFS_WANT_READ, &verdict);
+
+	return r == -ENOENT || r == -EACCES;
+}
+
+static int scan(struct cover *c, const char *vdir, bool cover_all);
+
+/* vpath is refused: cover it, unless a mapping below it is still shown (a workspace
+ * inside a hidden home), in which case the refused entries beside the way to it are. */
+static int cover_one(struct cover *c, const char *vpath, bool dir)
+{
+	if (dir && mapping_below(c->v, vpath))
+		return scan(c, vpath, true);
+	return c->fn(vpath, dir, c->ud);
+}
+
+/* cover_all: vdir itself is refused, so is every entry the table does not rescue. */
+static int scan(struct cover *c, const char *vdir, bool cover_all)
+{
+	_cleanup_(closedirp_) DIR *d = NULL;
+	char host[PATH_MAX];
+	struct dirent *de;
+	int fd, r;
+
+	if ((size_t)snprintf(host, sizeof(host), "%s%s", c->root, vdir) >= sizeof(host))
+		return 0;
+	fd = open(host, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return 0; /* gone, or not a directory: nothing to cover below it */
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return negative_errno();
+	}
+	while ((de = readdir(d))) {
+		char vpath[PATH_MAX];
+		bool dir;
+
+		if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+			continue;
+		if (++c->entries > COVER_MAX_ENTRIES)
+			return -E2BIG;
+		if ((size_t)snprintf(vpath, sizeof(vpath), "%s/%s", streq(vdir, "/") ? "" : vdir,
+				     de->d_name) >= sizeof(vpath))
+			continue;
+		if (de->d_type == DT_UNKNOWN) {
+			struct stat st;
+
+			if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+				continue;
+			dir = S_ISDIR(st.st_mode);
+		} else {
+			dir = de->d_type == DT_DIR;
+		}
+		if ((cover_all || vfs__glob_latest(c->v, vpath)) && refused(c->v, vpath)) {
+			r = cover_one(c, vpath, dir);
+			if (r < 0)
+				return r;
+			continue;
+		}
+		if (dir && !streq(vpath, "/proc") && worth_reading(c->v, vpath)) {
+			r = scan(c, vpath, false);
+			if (r < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+_public_ bool vfs_kernel_view_exact(const struct vfs *v)
+{
+	for (size_t i = 0; i < v->n_rules; i++) {
+		const struct vfs__rule *m = &v->rules[i];
+
+		if (m->kind != VFS__HIDE && m->kind != VFS__DENY && !m->dead && vfs__hides_devices(m))
+			return false;
+	}
+	return true;
+}
+
+_public_ int vfs_foreach_cover(const struct vfs *v, const char *root,
+			       int (*fn)(const char *vpath, bool dir, void *ud), void *ud)
+{
+	struct cover c = { .v = v, .root = root, .fn = fn, .ud = ud };
+
+	if (v->n_globs == 0)
+		return 0;
+	return scan(&c, "/", false);
+}
