@@ -197,6 +197,36 @@ _public_ bool vfs_kernel_view_exact(const struct vfs *v)
 	return true;
 }
 
+/* Every match a "**" glob can have was read: the part of the glob before its "**" lies
+ * where the sandbox can write (wholly read above). Elsewhere (read-only trees, read only
+ * as deep as the fixed components reach) a match may hold hidden content the namespace
+ * does not cover, so an open must not be continued: a racing thread could swap the path
+ * after the check to a match the kernel would then open. */
+_public_ bool vfs_cover_complete(const struct vfs *v)
+{
+	for (size_t i = 0; i < v->n_globs; i++) {
+		const char *pat = v->globs[i]->virt, *dstar = strstr(pat, "**");
+		char prefix[PATH_MAX];
+		size_t n;
+
+		if (v->globs[i]->kind != VFS__HIDE && v->globs[i]->kind != VFS__DENY)
+			continue;
+		if (!dstar)
+			continue;
+		/* up to the last '/' before the "**": a fixed directory */
+		n = (size_t)(dstar - pat);
+		while (n > 0 && pat[n - 1] != '/')
+			n--;
+		if (n <= 1 || n >= sizeof(prefix))
+			return false; /* "**" from the root: every tree */
+		memcpy(prefix, pat, n - 1);
+		prefix[n - 1] = '\0';
+		if (strpbrk(prefix, "*?[\\") || !writable_at(v, prefix))
+			return false;
+	}
+	return true;
+}
+
 _public_ int vfs_foreach_cover(const struct vfs *v, const char *root,
 			       int (*fn)(const char *vpath, bool dir, void *ud), void *ud)
 {

@@ -264,6 +264,8 @@ int vfs_foreach_cover(const struct vfs *v, const char *root,
  * content aside: not when a mapping of a parent of /dev brings the host's device nodes
  * along (the vfs neither opens nor lists them; the kernel would list them). */
 bool vfs_kernel_view_exact(const struct vfs *v);
+/* Every path a glob hides or denies lies in a tree vfs_foreach_cover() reads wholly. */
+bool vfs_cover_complete(const struct vfs *v);
 
 /* --- the emulated path syscalls ------------------------------------------------------ */
 

@@ -1510,6 +1510,12 @@ int sup_run(struct sup_opts *o)
 		 * the command inherited) is refused by Landlock alone. */
 		if (R->feat.landlock_abi <= 0)
 			R->ctx.continue_ro_opens = false;
+		/* A "**" match in a tree the covering does not read wholly (a read-only
+		 * mapping, the system trees) keeps its content in the namespace: a path
+		 * swapped to it after a CONTINUE would be opened. Hidden content is never
+		 * readable by any path, so opens stay emulated then. */
+		if (!vfs_cover_complete(o->vfs))
+			R->ctx.continue_ro_opens = false;
 		/* The metadata the kernel answers must not show a hidden file either. */
 		plan.cover_globs = R->ctx.continue_ro_opens || fk == SUP_FILTER_NAMESPACED;
 		r = sup_filter_precompiled(fk, &plan.prog);

@@ -6,6 +6,12 @@
 # hidden, because the mount namespace covers every hidden or read-denied path with an
 # empty stub. The bytes read are compared with the secret itself.
 #
+# Opens are continued only when every "**" match lies in a tree the covering reads
+# wholly (vfs_cover_complete()): the default profile's "**/.env" can match in the
+# read-only system trees, which are not read, so under it opens stay emulated. These
+# cases therefore run without a profile, the rules anchored in the workspace; one case
+# races a "**" match in a read-only mapping under the default profile.
+#
 # The control runs (test_hooks builds) skip the covering of glob matches
 # (MOAT_TEST_SKIP_COVER) and must then read the secret: they show that the race
 # reaches the kernel after a CONTINUE and that the covering is what stops it.
@@ -13,7 +19,7 @@
 . "$MOAT_SRC/tests/live/vfs/lib.sh"
 : "${TOCTOU:?TOCTOU must point at the fixture (meson sets it)}"
 
-plan 8
+plan 9
 mkdir "$TMP/cwd"
 W=$(mktemp -d "$TMP/ws.XXXXXX")
 echo ALLOWED >"$W/okay"
@@ -22,10 +28,13 @@ mkdir "$W/deep"
 echo ALLOWED >"$W/deep/a.txt"
 echo HIDDEN >"$W/deep/k.pem"   # not hidden by the default profile: the rule below does
 cp "$TOCTOU" "$W/toctou"
-map=(--bind "$W:/workspace" --chdir /workspace)
+# the fixture is a dynamic executable: the system trees, read-only
+sys=()
+for d in /usr /bin /lib /lib64; do [ -e "$d" ] && sys+=(--ro-bind "$d"); done
+map=(--profile none "${sys[@]}" --bind "$W:/workspace" --chdir /workspace)
 
 if ! have_mode namespaced; then
-	for i in 1 2 3 4 5 6 7 8; do skip "namespaced case $i" "moat cannot start in namespaced mode here"; done
+	for i in 1 2 3 4 5 6 7 8 9; do skip "namespaced case $i" "moat cannot start in namespaced mode here"; done
 	finish
 fi
 
@@ -38,14 +47,14 @@ race() { # race RULES... -- ALLOWED HIDDEN N: the fixture's output line
 	echo "$out"
 }
 
-# Default profile, no audit: the mode in which read-only opens are continued.
-for rule in "--hide=**/hush" "--deny=**/hush" "--hide=/workspace/hush"; do
+# No audit, every "**" anchored where the sandbox writes: read-only opens are continued.
+for rule in "--hide=/workspace/**/hush" "--deny=/workspace/**/hush" "--hide=/workspace/hush"; do
 	out=$(race "$rule" -- /workspace/okay /workspace/hush 50000)
 	echo "$out" | grep -qE '^allowed=[1-9][0-9]* hidden=0 '
 	ok $? "namespaced, $rule: 50000 racing opens never read the hidden bytes ($out)"
 done
 
-out=$(race "--hide=**/k.pem" -- /workspace/deep/a.txt /workspace/deep/k.pem 50000)
+out=$(race "--hide=/workspace/**/k.pem" -- /workspace/deep/a.txt /workspace/deep/k.pem 50000)
 echo "$out" | grep -qE '^allowed=[1-9][0-9]* hidden=0 '
 ok $? "namespaced, a glob match in a subdirectory is covered too ($out)"
 
@@ -59,19 +68,29 @@ out=$(cd "$TMP/cwd" && "$MOAT" run -q "${map[@]}" -- /workspace/toctou /workspac
 echo "$out" | grep -qE '^allowed=[1-9][0-9]* hidden=0 '
 ok $? "namespaced: a swap to /proc/self/fd/2 (a host file outside the view) never reads it ($out)"
 
-out=$(race --strict-hide "--hide=**/hush" -- /workspace/okay /workspace/hush 50000)
+out=$(race --strict-hide "--hide=/workspace/**/hush" -- /workspace/okay /workspace/hush 50000)
 echo "$out" | grep -qE '^allowed=[1-9][0-9]* hidden=0 '
 ok $? "namespaced --strict-hide (every open emulated): never the hidden bytes ($out)"
+
+# The default profile's "**/.env" matches in a read-only mapping, a tree the covering
+# does not read: the match stays in the namespace, so opens must not be continued.
+R=$(mktemp -d "$TMP/ro.XXXXXX")
+echo ALLOWED >"$R/okay"
+echo HIDDEN >"$R/.env"
+out=$(cd "$TMP/cwd" && "$MOAT" run -q --bind "$W:/workspace" --ro-bind "$R:/ro" -- \
+	/workspace/toctou /ro/okay /ro/.env 50000 2>&1)
+echo "$out" | grep -qE '^allowed=[1-9][0-9]* hidden=0 '
+ok $? "namespaced, default profile: a \"**/.env\" match in a read-only mapping is never read ($out)"
 
 if ! grep -q '^#define MOAT_TEST_HOOKS 1' "$MOAT_BUILD/moat-config.h" 2>/dev/null; then
 	skip "control: without the covering the race reads the secret" "a build without test_hooks"
 	skip "control: without the covering, a denied glob match is read too" "a build without test_hooks"
 	finish
 fi
-out=$(MOAT_TEST_SKIP_COVER=1 race "--hide=**/hush" -- /workspace/okay /workspace/hush 50000)
+out=$(MOAT_TEST_SKIP_COVER=1 race "--hide=/workspace/**/hush" -- /workspace/okay /workspace/hush 50000)
 echo "$out" | grep -qE 'hidden=[1-9]'
 ok $? "control: without the covering the race reads the secret after a CONTINUE ($out)"
-out=$(MOAT_TEST_SKIP_COVER=1 race "--deny=**/hush" -- /workspace/okay /workspace/hush 50000)
+out=$(MOAT_TEST_SKIP_COVER=1 race "--deny=/workspace/**/hush" -- /workspace/okay /workspace/hush 50000)
 echo "$out" | grep -qE 'hidden=[1-9]'
 ok $? "control: without the covering, a denied glob match is read too ($out)"
 finish
