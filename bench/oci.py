@@ -42,11 +42,12 @@ WORKLOADS = [
 class Podman:
     """One column: podman run --runtime RUNTIME in a private store."""
 
-    def __init__(self, name, label, runtime, store):
+    def __init__(self, name, label, runtime, store, flags=()):
         self.name = name
         self.label = label
         self.runtime = runtime
         self.store = store
+        self.flags = list(flags)  # podman's --runtime-flag, for this runtime only
         self.skip = None
 
     def base(self):
@@ -55,7 +56,7 @@ class Podman:
                 "--cgroup-manager", "cgroupfs", "--events-backend", "file"]
 
     def argv(self, cmd, wdir, tag):
-        return (self.base() + ["run", "--rm", "--network", "none"] + ULIMITS +
+        return (self.base() + self.flags + ["run", "--rm", "--network", "none"] + ULIMITS +
                 ["--runtime", self.runtime, IMAGE] + list(cmd))
 
 
@@ -117,7 +118,10 @@ def phase(h, moat_runtime, scratch, logdir, rounds):
             return None, why
         cols = [Podman("native", "runc", "runc", store),
                 Podman("moat-runtime", "moat-runtime", moat_runtime, store),
-                Podman("runsc", "runsc (gVisor)", "runsc", store)]
+                # runsc sets up the network namespace itself unless told there is none
+                # ("cannot run with network enabled in root network namespace")
+                Podman("runsc", "runsc (gVisor)", "runsc", store,
+                       ["--runtime-flag", "network=none"])]
         if not os.access(moat_runtime, os.X_OK):
             cols[1].skip = f"no moat-runtime at {moat_runtime}"
         cols[2].skip = h.ensure_runsc()
