@@ -55,7 +55,36 @@ int main(int argc, char **argv)
 	return 0;
 }
 C
-	cc -static -O1 -o "$OPENAT2_BIN" "$TMP/openat2.c" 2>/dev/null || OPENAT2_BIN=
+	build_static "$OPENAT2_BIN" "$TMP/openat2.c" || OPENAT2_BIN=
+}
+
+# build_static OUT SRC: a static binary for the busybox image (it has no libc of its own).
+build_static() {
+	cc -static -O1 -pthread -o "$1" "$2" 2>/dev/null
+}
+
+# podman_image: a podman store private to the test ($P, the command with its flags; $RUN,
+# `run` with the flags this host needs) holding $TMP/rootfs as $IMG; skips the script
+# when podman cannot import it or run it under plain runc here. mrun runs it under
+# moat-runtime ($TMP/err: its stderr; diag shows it with moat's log).
+podman_image() {
+	P=(podman --root "$TMP/storage" --runroot "$TMP/runroot" --cgroup-manager cgroupfs
+	   --events-backend file)
+	RUN=(run --rm --network host --ulimit nofile=1024:1024 --ulimit nproc=1024:1024)
+	IMG=moat-oci-test:1
+	trap 'cleanup_podman; _tap_cleanup' EXIT
+	tar -C "$TMP/rootfs" -cf "$TMP/img.tar" . &&
+		"${P[@]}" import -q "$TMP/img.tar" "$IMG" >/dev/null 2>"$TMP/import.err" ||
+		skip_all "podman cannot import an image here: $(head -c 300 "$TMP/import.err")"
+	if ! timeout 60 "${P[@]}" "${RUN[@]}" --runtime runc "$IMG" true 2>"$TMP/runc.err"; then
+		skip_all "podman cannot run a container with plain runc here: $(head -c 300 "$TMP/runc.err")"
+	fi
+}
+cleanup_podman() {
+	"${P[@]}" rm -af -t 0 >/dev/null 2>&1
+	"${P[@]}" rmi -af >/dev/null 2>&1
+	# the storage's own mounts, before tap.sh removes $TMP
+	grep -o " $TMP/[^ ]*" /proc/self/mounts | sort -r | while read -r m; do umount -l "$m"; done
 }
 
 # start_server KIND NAME: tests/live/net's counting servers on the host's loopback
@@ -72,3 +101,8 @@ gone() {
 	done
 	return 1
 }
+
+# (after tests/live/net/lib.sh: this diag, with moat-runtime's log, replaces its)
+mrun() { timeout 60 "${P[@]}" "${RUN[@]}" --runtime "$MOAT_RUNTIME" "$@" 2>"$TMP/err"; }
+diag() { printf '%s\n--- stderr:\n%s\n--- moat:\n%s' "$1" "$(cat "$TMP/err")" \
+	"$(cat "$MOAT_RUNTIME_STATE"/*/moat.log 2>/dev/null | tail -20)"; }

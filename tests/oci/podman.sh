@@ -14,29 +14,9 @@ need podman runc conmon
 
 build_openat2
 make_rootfs "$TMP/rootfs"
-P=(podman --root "$TMP/storage" --runroot "$TMP/runroot" --cgroup-manager cgroupfs
-   --events-backend file)
-RUN=(run --rm --network host --ulimit nofile=1024:1024 --ulimit nproc=1024:1024)
-IMG=moat-oci-test:1
-cleanup_podman() {
-	"${P[@]}" rm -af -t 0 >/dev/null 2>&1
-	"${P[@]}" rmi -af >/dev/null 2>&1
-	# the storage's own mounts, before tap.sh removes $TMP
-	grep -o " $TMP/[^ ]*" /proc/self/mounts | sort -r | while read -r m; do umount -l "$m"; done
-}
-trap 'cleanup_podman; _tap_cleanup' EXIT
-tar -C "$TMP/rootfs" -cf "$TMP/img.tar" . &&
-	"${P[@]}" import -q "$TMP/img.tar" "$IMG" >/dev/null 2>"$TMP/import.err" ||
-	skip_all "podman cannot import an image here: $(head -c 300 "$TMP/import.err")"
-if ! timeout 60 "${P[@]}" "${RUN[@]}" --runtime runc "$IMG" true 2>"$TMP/runc.err"; then
-	skip_all "podman cannot run a container with plain runc here: $(head -c 300 "$TMP/runc.err")"
-fi
+podman_image
 
 plan 21
-
-mrun() { timeout 60 "${P[@]}" "${RUN[@]}" --runtime "$MOAT_RUNTIME" "$@" 2>"$TMP/err"; }
-diag() { printf '%s\n--- stderr:\n%s\n--- moat:\n%s' "$1" "$(cat "$TMP/err")" \
-	"$(cat "$MOAT_RUNTIME_STATE"/*/moat.log 2>/dev/null | tail -20)"; }
 
 out=$(mrun "$IMG" cat /etc/hostname)
 [ $? -eq 0 ] && [ -n "$out" ]
