@@ -53,7 +53,7 @@ struct vfs__rule {
 	bool own_only;     /* unnamespaced /tmp, /dev/shm: the host's directory, showing only
 	                      the entries the run created in it (owned.c) */
 	/* hide/deny: what a path's last component must start with, end with (or be, when
-	 * tail_whole) for the glob to match it at all: a quick reject, see glob_tail() */
+	 * tail_whole) for the glob to match it at all: a quick reject, see vfs__glob_tail() */
 	const char *head, *tail;
 	size_t head_len, tail_len;
 	bool tail_whole;
@@ -122,7 +122,7 @@ struct vfs {
 	size_t n_change_buckets;   /* a power of two, or 0: no index, find() scans */
 };
 
-/* table.c */
+/* glob.c, lookup.c (pure) and table.c */
 bool vfs__glob_match(const char *pat, const char *path);
 bool vfs__glob_may_match_below(const char *pat, const char *dir);
 bool vfs__glob_moves_with(const char *pat, const char *dir, const char *newdir);
@@ -134,6 +134,8 @@ const struct vfs__rule *vfs__glob_latest(const struct vfs *v, const char *vpath)
 bool vfs__rescuable(const struct vfs *v, const struct vfs__rule *block, const char *vpath);
 bool vfs__hides_devices(const struct vfs__rule *m);
 void vfs__verdict(struct vfs_verdict *verdict, int err, const char *rule, const char *vpath);
+/* Fill a glob rule's head and tail (its last component's literal ends). */
+void vfs__glob_tail(struct vfs__rule *g);
 /* The module's own spelling of the path helpers it exports (vfs.h). */
 static inline int vfs__normalize(const char *base, const char *path, char *buf, size_t len)
 {
