@@ -17,6 +17,7 @@
 
 #include <pthread.h>
 
+#include "macros.h"
 #include "vfs.h"
 
 enum vfs__rule_kind {
@@ -121,6 +122,9 @@ struct vfs {
 	size_t *change_buckets;    /* vpath hash -> first index of its chain (changes.c) */
 	size_t n_change_buckets;   /* a power of two, or 0: no index, find() scans */
 };
+
+/* table.c: -EINVAL, with the message in errbuf when there is one */
+_printf_(3, 4) int vfs__fail(char *errbuf, size_t errlen, const char *fmt, ...);
 
 /* glob.c, lookup.c (pure) and table.c */
 bool vfs__glob_match(const char *pat, const char *path);
