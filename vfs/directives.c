@@ -17,8 +17,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <jansson.h>
-
 #include "cleanup.h"
 #include "macros.h"
 #include "vfs-internal.h"
