@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The mount table: directives, the default profile, finalize, and the pure rule lookups
- * the walker and vfs_decide() share.
+ * The mount table's life: vfs_new()/vfs_free(), finalize (sorting the rules, covering
+ * /proc and /dev, opening every mapping, building the skeleton), its JSON form and
+ * rebase. Beside it: directives.c fills the table, glob.c and lookup.c read it (pure),
+ * store.c keeps the host directories it needs.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -67,28 +69,6 @@ _public_ int vfs_new(const struct vfs_proc_ops *proc, struct vfs **ret)
 	return 0;
 }
 
-static void rm_rf_at(int dfd, const char *name)
-{
-	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	DIR *d;
-	struct dirent *de;
-
-	if (fd < 0) {
-		unlinkat(dfd, name, 0);
-		return;
-	}
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return;
-	}
-	while ((de = readdir(d)))
-		if (!streq(de->d_name, ".") && !streq(de->d_name, ".."))
-			rm_rf_at(dirfd(d), de->d_name);
-	closedir(d);
-	unlinkat(dfd, name, AT_REMOVEDIR);
-}
-
 _public_ struct vfs *vfs_free(struct vfs *v)
 {
 	if (!v)
@@ -131,15 +111,15 @@ _public_ struct vfs *vfs_free(struct vfs *v)
 		close(v->host_root_fd);
 	if (v->proc_self_fd >= 0)
 		close(v->proc_self_fd);
-	vfs__own_done(v, rm_rf_at);
+	vfs__own_done(v, vfs__rm_rf_at);
 	vfs__cow_done(v);
 	if (v->private_mounted)
 		umount2(v->private_dir, MNT_DETACH);
 	if (v->private_dir)
-		rm_rf_at(AT_FDCWD, v->private_dir);
+		vfs__rm_rf_at(AT_FDCWD, v->private_dir);
 	free(v->private_dir);
 	if (v->skeleton_dir)
-		rm_rf_at(AT_FDCWD, v->skeleton_dir);
+		vfs__rm_rf_at(AT_FDCWD, v->skeleton_dir);
 	free(v->skeleton_dir);
 	if (v->private_lock >= 0)
 		close(v->private_lock);
@@ -188,95 +168,6 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/*
- * A run's private directories (/tmp/moat-vfs-*, /dev/shm/moat-root-*) are removed by
- * vfs_free(), which a supervisor killed by SIGKILL (the OOM killer, a CI timeout) never
- * reaches; what its sandbox wrote to /tmp would stay on the host for good. So each
- * directory is flock()ed for as long as its run lives, through an fd the vfs keeps (and
- * the keeper inherits), and every vfs_finalize() first removes the directories of its
- * kind that nobody holds any more. Only directories of our own user are touched, never
- * through a symlink, and none younger than SWEEP_GRACE_S: its creator may be between
- * mkdtemp() and flock().
- */
-#define SWEEP_GRACE_S 10
-
-/* An fd of dfd/name holding its exclusive lock, or -errno (-EWOULDBLOCK: a run holds it). */
-static int lock_private(int dfd, const char *name)
-{
-	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-	if (fd < 0)
-		return negative_errno();
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		int r = negative_errno();
-
-		close(fd);
-		return r;
-	}
-	return fd;
-}
-
-static void sweep_stale(const char *parent, const char *prefix)
-{
-	size_t pl = strlen(prefix);
-	DIR *d = opendir(parent);
-	struct dirent *de;
-
-	if (!d)
-		return;
-	while ((de = readdir(d))) {
-		struct stat st;
-		int fd;
-
-		/* mkdtemp's names: the prefix and six characters */
-		if (strncmp(de->d_name, prefix, pl) != 0 || strlen(de->d_name) != pl + 6)
-			continue;
-		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-		    !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
-		    time(NULL) - st.st_mtime < SWEEP_GRACE_S)
-			continue;
-		fd = lock_private(dirfd(d), de->d_name);
-		if (fd < 0)
-			continue;
-		rm_rf_at(dirfd(d), de->d_name);
-		close(fd);
-	}
-	closedir(d);
-}
-
-static int private_path(struct vfs *v, const char *prefix, char **ret)
-{
-	if (asprintf(ret, "%s/%s%u", v->private_dir, prefix, v->n_private++) < 0)
-		return -ENOMEM;
-	return 0;
-}
-
-/*
- * Where the namespaced skeleton goes. It is dozens of empty directories and mount points
- * made and removed on every run, holding nothing of the sandbox's: on a disk-backed /tmp
- * that costs milliseconds each way (ext4 journals every rmdir; about 3 ms of a 30 ms
- * /bin/true here), on a tmpfs microseconds. So /dev/shm when it is a tmpfs we may write
- * to; next to the other private files otherwise. (The tmpfs backings stay in the
- * private dir: the sandbox's /tmp can be large, and /dev/shm is often small.)
- */
-static int skeleton_path(struct vfs *v, char **ret)
-{
-	char tmpl[] = "/dev/shm/moat-root-XXXXXX";
-	struct statfs sf;
-
-	if (statfs("/dev/shm", &sf) == 0 && sf.f_type == TMPFS_MAGIC) {
-		sweep_stale("/dev/shm", "moat-root-");
-		if (mkdtemp(tmpl)) {
-			v->skeleton_dir = strdup(tmpl);
-			if (!v->skeleton_dir || asprintf(ret, "%s/root", tmpl) < 0)
-				return -ENOMEM;
-			v->skeleton_lock = lock_private(AT_FDCWD, tmpl);
-			return v->skeleton_lock < 0 ? v->skeleton_lock : 0;
-		}
-	}
-	return private_path(v, "root", ret);
-}
-
 static int add_implicit(struct vfs *v, const char *path)
 {
 	char **n;
@@ -291,78 +182,6 @@ static int add_implicit(struct vfs *v, const char *path)
 	if (!v->implicit[v->n_implicit])
 		return -ENOMEM;
 	v->n_implicit++;
-	return 0;
-}
-
-/* mkdir -p of rel (absolute, "/a/b") below base, a private directory of ours. */
-static int skel_mkdirs(const char *base, const char *rel)
-{
-	char p[PATH_MAX];
-
-	if ((size_t)snprintf(p, sizeof(p), "%s%s", base, rel) >= sizeof(p))
-		return -ENAMETOOLONG;
-	for (char *s = p + strlen(base) + 1; ; s++) {
-		if (*s == '/' || *s == '\0') {
-			char c = *s;
-
-			*s = '\0';
-			if (mkdir(p, 0755) < 0 && errno != EEXIST)
-				return -errno;
-			*s = c;
-			if (!c)
-				break;
-		}
-	}
-	return 0;
-}
-
-/* A mount point in the skeleton: same type as the source, so a bind mount fits on it;
- * symlink sources become the same symlink (a symlink cannot be bind-mounted). */
-static int skel_mountpoint(const char *base, const char *rel, const struct vfs__rule *m,
-                           const struct stat *st)
-{
-	char p[PATH_MAX], target[PATH_MAX];
-	ssize_t n;
-	int fd;
-
-	if ((size_t)snprintf(p, sizeof(p), "%s%s", base, rel) >= sizeof(p))
-		return -ENAMETOOLONG;
-	if (m->root_is_link) {
-		n = readlinkat(m->root_fd, "", target, sizeof(target) - 1);
-		if (n < 0)
-			return -errno;
-		target[n] = '\0';
-		if (symlink(target, p) < 0 && errno != EEXIST)
-			return -errno;
-	} else if (S_ISDIR(st->st_mode)) {
-		if (mkdir(p, 0755) < 0 && errno != EEXIST)
-			return -errno;
-	} else {
-		fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-		if (fd < 0)
-			return -errno;
-		close(fd);
-	}
-	return 0;
-}
-
-static int write_file(const char *path, const char *data, size_t n)
-{
-	_cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
-
-	if (fd < 0)
-		return -errno;
-	while (n) {
-		ssize_t w = write(fd, data, n);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		data += w;
-		n -= w;
-	}
 	return 0;
 }
 
@@ -486,20 +305,6 @@ _public_ bool vfs_disk_usage(const struct vfs *v, uint64_t *ret_used, uint64_t *
 	return true;
 }
 
-/* A tmpfs of the directive's SIZE over its backing directory (SIZE as tmpfs reads it:
- * bytes, k, m, g or a % of memory). */
-static int mount_sized(struct vfs__rule *a)
-{
-	char opts[96];
-
-	if ((size_t)snprintf(opts, sizeof(opts), "size=%s,mode=1777", a->size) >= sizeof(opts))
-		return -EINVAL;
-	if (mount("tmpfs", a->host, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
-		return negative_errno();
-	a->mounted = true;
-	return 0;
-}
-
 _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_t errlen)
 {
 	char tmpl[] = "/tmp/moat-vfs-XXXXXX";
@@ -544,14 +349,14 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 			            "needs the namespaced mode", a->desc);
 	}
 
-	sweep_stale("/tmp", "moat-vfs-");
+	vfs__sweep_stale("/tmp", "moat-vfs-");
 	if (!mkdtemp(tmpl))
 		return vfs__fail(errbuf, errlen, "cannot create a private directory: %s",
 		            strerror(errno));
 	v->private_dir = strdup(tmpl);
 	if (!v->private_dir)
 		return -ENOMEM;
-	v->private_lock = lock_private(AT_FDCWD, tmpl);
+	v->private_lock = vfs__lock_private(AT_FDCWD, tmpl);
 	if (v->private_lock < 0)
 		return vfs__fail(errbuf, errlen, "cannot lock the private directory %s: %s", tmpl,
 		            strerror(-v->private_lock));
@@ -592,13 +397,13 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 				if (!a->host)
 					return -ENOMEM;
 			} else {
-				if ((r = private_path(v, "tmp", &a->host)) < 0)
+				if ((r = vfs__private_path(v, "tmp", &a->host)) < 0)
 					return r;
 				if (mkdir(a->host, home ? 0700 : 01777) < 0 ||
 				    chmod(a->host, home ? 0700 : 01777) < 0)
 					return vfs__fail(errbuf, errlen, "%s: %s", a->desc,
 					            strerror(errno));
-				if (a->size && v->may_mount && (r = mount_sized(a)) < 0)
+				if (a->size && v->may_mount && (r = vfs__mount_sized(a)) < 0)
 					return vfs__fail(errbuf, errlen, "%s: cannot mount a tmpfs of %s: %s",
 					            a->desc, a->size, strerror(-r));
 			}
@@ -620,9 +425,9 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 					return -ENOMEM;
 			}
 		} else if (a->kind == VFS__FILE && a->content) {
-			if ((r = private_path(v, "file", &a->host)) < 0)
+			if ((r = vfs__private_path(v, "file", &a->host)) < 0)
 				return r;
-			if ((r = write_file(a->host, a->content, strlen(a->content))) < 0)
+			if ((r = vfs__write_file(a->host, a->content, strlen(a->content))) < 0)
 				return vfs__fail(errbuf, errlen, "%s: %s", a->desc, strerror(-r));
 		}
 	}
@@ -714,10 +519,10 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 		s = strrchr(parent, '/');
 		if (s != parent) {
 			*s = '\0';
-			if ((r = skel_mkdirs(pm->host, parent)) < 0)
+			if ((r = vfs__skel_mkdirs(pm->host, parent)) < 0)
 				return vfs__fail(errbuf, errlen, "%s: mount point: %s", m->desc, strerror(-r));
 		}
-		if (fstat(m->root_fd, &st) < 0 || (r = skel_mountpoint(pm->host, rel, m, &st)) < 0)
+		if (fstat(m->root_fd, &st) < 0 || (r = vfs__skel_mountpoint(pm->host, rel, m, &st)) < 0)
 			return vfs__fail(errbuf, errlen, "%s: mount point: %s", m->desc, strerror(errno));
 	}
 
@@ -729,13 +534,13 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 	} else {
 		/* namespaced: the unmapped tree is a skeleton of empty directories and
 		 * mount points, which the interposer can also use as the sandbox's root */
-		if ((r = skeleton_path(v, &v->skeleton)) < 0)
+		if ((r = vfs__skeleton_path(v, &v->skeleton)) < 0)
 			return vfs__fail(errbuf, errlen, "skeleton: %s", strerror(-r));
 		if (mkdir(v->skeleton, 0755) < 0)
 			return vfs__fail(errbuf, errlen, "skeleton: %s", strerror(errno));
 		for (size_t i = 0; i < v->n_implicit; i++)
 			if (!streq(v->implicit[i], "/") &&
-			    (r = skel_mkdirs(v->skeleton, v->implicit[i])) < 0)
+			    (r = vfs__skel_mkdirs(v->skeleton, v->implicit[i])) < 0)
 				return vfs__fail(errbuf, errlen, "skeleton %s: %s", v->implicit[i],
 				            strerror(-r));
 		for (size_t i = 0; i < nm; i++) {
@@ -751,7 +556,7 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 			if (!vfs__is_implicit(v, parent))
 				continue;
 			if (fstat(v->mounts[i]->root_fd, &st) < 0 ||
-			    (r = skel_mountpoint(v->skeleton, v->mounts[i]->virt, v->mounts[i],
+			    (r = vfs__skel_mountpoint(v->skeleton, v->mounts[i]->virt, v->mounts[i],
 			                         &st)) < 0)
 				return vfs__fail(errbuf, errlen, "skeleton %s: %s", v->mounts[i]->virt,
 				            strerror(errno));

@@ -150,6 +150,19 @@ static inline bool vfs__path_under(const char *path, const char *dir)
 	return vfs_path_under(path, dir);
 }
 
+/* store.c: the private directories, their sweep, the skeleton, the sized tmpfs mounts */
+void vfs__rm_rf_at(int dfd, const char *name);
+/* An fd of dfd/name holding its exclusive lock, or -errno (-EWOULDBLOCK: a run holds it). */
+int vfs__lock_private(int dfd, const char *name);
+void vfs__sweep_stale(const char *parent, const char *prefix);
+int vfs__private_path(struct vfs *v, const char *prefix, char **ret);
+int vfs__skeleton_path(struct vfs *v, char **ret);
+int vfs__skel_mkdirs(const char *base, const char *rel);
+int vfs__skel_mountpoint(const char *base, const char *rel, const struct vfs__rule *m,
+                         const struct stat *st);
+int vfs__write_file(const char *path, const char *data, size_t n);
+int vfs__mount_sized(struct vfs__rule *a);
+
 /* dcache.c: see the safety argument at its top */
 struct vfs__dcache;
 struct vfs__dent;
