@@ -126,7 +126,7 @@ struct vfs {
 /* table.c: -EINVAL, with the message in errbuf when there is one */
 _printf_(3, 4) int vfs__fail(char *errbuf, size_t errlen, const char *fmt, ...);
 
-/* glob.c, lookup.c (pure) and table.c */
+/* glob.c and lookup.c: pure */
 bool vfs__glob_match(const char *pat, const char *path);
 bool vfs__glob_may_match_below(const char *pat, const char *dir);
 bool vfs__glob_moves_with(const char *pat, const char *dir, const char *newdir);
