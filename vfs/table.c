@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The mount table: directives, the default profile, finalize, and the pure rule lookups
- * the walker and vfs_decide() share.
+ * The mount table's life: vfs_new()/vfs_free(), finalize (sorting the rules, covering
+ * /proc and /dev, opening every mapping, building the skeleton), its JSON form and
+ * rebase. Beside it: directives.c fills the table, glob.c and lookup.c read it (pure),
+ * store.c keeps the host directories it needs.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -24,7 +26,7 @@
 #include "macros.h"
 #include "vfs-internal.h"
 
-_printf_(3, 4) static int fail(char *errbuf, size_t errlen, const char *fmt, ...)
+_printf_(3, 4) int vfs__fail(char *errbuf, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -34,474 +36,6 @@ _printf_(3, 4) static int fail(char *errbuf, size_t errlen, const char *fmt, ...
 		va_end(ap);
 	}
 	return -EINVAL;
-}
-
-/* --- paths and globs ---------------------------------------------------------------- */
-
-/* A mapping of a parent of /dev ("/") shows none of the host's device nodes: /dev holds
- * only the devices the policy names (a mapping at or below /dev, or of a directory
- * elsewhere that holds one). */
-bool vfs__hides_devices(const struct vfs__rule *m)
-{
-	return m && !streq(m->virt, "/dev") && vfs__path_under("/dev", m->virt);
-}
-
-bool vfs_path_under(const char *path, const char *dir)
-{
-	size_t n = strlen(dir);
-
-	if (streq(dir, "/"))
-		return path[0] == '/';
-	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
-}
-
-/*
- * Lexical normalization: make path absolute against base, drop "." and empty components,
- * apply ".." (stopping at "/"). Only for table paths and canonical bases, where no
- * symlink can sit between the components; the walker does the real thing.
- */
-int vfs_normalize(const char *base, const char *path, char *buf, size_t len)
-{
-	char tmp[PATH_MAX * 2 + 2];
-	size_t o = 0;
-	const char *p;
-	int n;
-
-	if (path[0] == '/')
-		n = snprintf(tmp, sizeof(tmp), "%s", path);
-	else
-		n = snprintf(tmp, sizeof(tmp), "%s/%s", base ? base : "/", path);
-	if (n < 0 || (size_t)n >= sizeof(tmp))
-		return -ENAMETOOLONG;
-	if (len < 2)
-		return -ENAMETOOLONG;
-	buf[0] = '/';
-	o = 1;
-	for (p = tmp; *p;) {
-		const char *e;
-		size_t cl;
-
-		while (*p == '/')
-			p++;
-		if (!*p)
-			break;
-		e = strchrnul(p, '/');
-		cl = e - p;
-		if (cl == 1 && p[0] == '.') {
-			/* nothing */
-		} else if (cl == 2 && p[0] == '.' && p[1] == '.') {
-			if (o > 1) {
-				o--;
-				while (o > 1 && buf[o - 1] != '/')
-					o--;
-				if (o > 1)
-					o--;
-			}
-		} else {
-			if (o > 1)
-				buf[o++] = '/';
-			if (o + cl + 1 > len)
-				return -ENAMETOOLONG;
-			memcpy(buf + o, p, cl);
-			o += cl;
-		}
-		p = e;
-	}
-	buf[o] = '\0';
-	return 0;
-}
-
-/* One component of a glob against one component of a path: '*', '?', '\' escapes. */
-static bool match_comp(const char *p, const char *pe, const char *s, const char *se)
-{
-	const char *star_p = NULL, *star_s = NULL;
-
-	while (s < se) {
-		if (p < pe && *p == '*') {
-			star_p = ++p;
-			star_s = s;
-			continue;
-		}
-		if (p < pe && *p == '\\' && p + 1 < pe) {
-			if (p[1] == *s) {
-				p += 2;
-				s++;
-				continue;
-			}
-		} else if (p < pe && (*p == '?' || *p == *s)) {
-			p++;
-			s++;
-			continue;
-		}
-		if (!star_p)
-			return false;
-		p = star_p;
-		s = ++star_s;
-	}
-	while (p < pe && *p == '*')
-		p++;
-	return p == pe;
-}
-
-/* The component after the one at c, or NULL after the last; "" (the root) has none. */
-static const char *next_comp(const char *c)
-{
-	const char *e = strchrnul(c, '/');
-
-	return *e ? e + 1 : NULL;
-}
-
-static bool is_globstar(const char *c)
-{
-	return c[0] == '*' && c[1] == '*' && (c[2] == '/' || c[2] == '\0');
-}
-
-/*
- * pat and path both point just after a '/'. Components are matched in order; "**" spans
- * zero or more whole components. Like '*' in match_comp(), only the latest "**" is ever
- * retried (an earlier one could only absorb what the later one can), so a pattern with
- * many "**" costs components(pat) x components(path) at worst, never exponential time
- * on a deep path from the sandbox.
- */
-static bool match_from(const char *pat, const char *path)
-{
-	const char *p = *pat ? pat : NULL, *s = *path ? path : NULL;
-	const char *star_p = NULL, *star_s = NULL;
-
-	if (!s) {
-		/* "/" itself: only a pattern of "**" components matches it */
-		while (p && is_globstar(p))
-			if ((p = next_comp(p)) && !*p)
-				return true;
-		return !p;
-	}
-	while (s) {
-		if (p && is_globstar(p)) {
-			/* a "**" that ends the pattern (a slash after it or not) takes
-			 * whatever is left */
-			if (!(p = next_comp(p)) || !*p)
-				return true;
-			star_p = p;
-			star_s = s;
-			continue;
-		}
-		if (p && match_comp(p, strchrnul(p, '/'), s, strchrnul(s, '/'))) {
-			p = next_comp(p);
-			s = next_comp(s);
-			continue;
-		}
-		if (!star_s)
-			return false;
-		/* the latest "**" takes one more component */
-		p = star_p;
-		s = star_s = next_comp(star_s);
-	}
-	while (p && is_globstar(p))
-		p = next_comp(p);
-	return !p;
-}
-
-/* Both absolute; the path is canonical ("/" or no trailing slash). */
-bool vfs__glob_match(const char *pat, const char *path)
-{
-	if (pat[0] != '/' || path[0] != '/')
-		return false;
-	return match_from(pat + 1, path + 1);
-}
-
-/*
- * Whether pat could match a path strictly below dir (both absolute, dir canonical): dir's
- * components match the glob's first ones and the glob goes on, or a "**" is reached,
- * which may span anything. A glob that ends within dir's components matches dir or an
- * ancestor of it, which the walker stops at before anything below.
- */
-bool vfs__glob_may_match_below(const char *pat, const char *dir)
-{
-	const char *p = pat + 1, *d = dir + 1;
-
-	if (pat[0] != '/' || dir[0] != '/')
-		return false;
-	if (!*d)
-		return *p != '\0';
-	for (;;) {
-		const char *pe = strchrnul(p, '/'), *de = strchrnul(d, '/');
-
-		if (pe - p == 2 && p[0] == '*' && p[1] == '*')
-			return true;
-		if (p == pe || !match_comp(p, pe, d, de))
-			return false;
-		if (!*de)
-			return *pe != '\0';
-		if (!*pe)
-			return false;
-		p = pe + 1;
-		d = de + 1;
-	}
-}
-
-/* Whether the first n components of the glob tail sfx can match the last n components
- * of path (a match of sfx that begins in path's own components). */
-static bool head_fits_end(const char *sfx, size_t n, const char *path)
-{
-	const char *s = path + strlen(path);
-
-	for (size_t i = 0; i < n; i++) {
-		while (s > path && s[-1] != '/')
-			s--;
-		if (s <= path + 1)
-			return false; /* fewer than n components */
-		s--;
-	}
-	for (size_t i = 0; i < n; i++) {
-		const char *pe = strchrnul(sfx, '/'), *se = strchrnul(s + 1, '/');
-
-		if (!match_comp(sfx, pe, s + 1, se))
-			return false;
-		sfx = pe + 1;
-		s = se;
-	}
-	return true;
-}
-
-/*
- * Whether what pat matches below dir is the same below newdir: pat is a literal prefix
- * (no wildcard), then "**", then a tail of components with no "**", and both
- * directories lie strictly below that prefix. "**" then spans the directory's own
- * components whatever its name, and whether a path below it matches (or lies below a
- * match) is decided by the path's components below the directory alone, unless a match
- * of the tail could begin in the directory's own last components (a tail "a/b" and a
- * directory named "a"): that is checked for both names. So the default profile's rule
- * for .env files anywhere follows a renamed directory, and the literal
- * "~/.config/gcloud" does not follow "~/.config" renamed.
- */
-bool vfs__glob_moves_with(const char *pat, const char *dir, const char *newdir)
-{
-	const char *dstar = strstr(pat, "/**/");
-	const char *sfx = dstar ? dstar + 4 : NULL;
-	char prefix[PATH_MAX];
-	size_t plen, n = 1;
-
-	if (!dstar || !*sfx || strstr(sfx, "**"))
-		return false;
-	plen = (size_t)(dstar - pat);
-	if (plen >= sizeof(prefix))
-		return false;
-	memcpy(prefix, pat, plen);
-	prefix[plen] = '\0';
-	if (strpbrk(prefix, "*?\\[")) /* the prefix must be literal */
-		return false;
-	if (plen && !(vfs__path_under(dir, prefix) && !streq(dir, prefix) &&
-	              vfs__path_under(newdir, prefix) && !streq(newdir, prefix)))
-		return false;
-	for (const char *c = sfx; (c = strchr(c, '/')); c++)
-		n++;
-	for (size_t j = 1; j < n; j++)
-		if (head_fits_end(sfx, j, dir) || head_fits_end(sfx, j, newdir))
-			return false;
-	return true;
-}
-
-/* --- lookups (after finalize) ---------------------------------------------------------- */
-
-const struct vfs__rule *vfs__mount_exact(const struct vfs *v, const char *vpath)
-{
-	size_t lo = 0, hi = v->n_mounts;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		int r = strcmp(v->mounts[mid]->virt, vpath);
-
-		if (r == 0)
-			return v->mounts[mid];
-		if (r < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
-}
-
-const struct vfs__rule *vfs__mount_covering(const struct vfs *v, const char *vpath)
-{
-	const struct vfs__rule *best = NULL;
-
-	for (size_t i = 0; i < v->n_mounts; i++)
-		if (vfs__path_under(vpath, v->mounts[i]->virt) &&
-		    (!best || strlen(v->mounts[i]->virt) > strlen(best->virt)))
-			best = v->mounts[i];
-	return best;
-}
-
-static ssize_t implicit_index(const struct vfs *v, const char *vpath)
-{
-	for (size_t i = 0; i < v->n_implicit; i++)
-		if (streq(v->implicit[i], vpath))
-			return (ssize_t)i;
-	return -1;
-}
-
-bool vfs__is_implicit(const struct vfs *v, const char *vpath)
-{
-	return implicit_index(v, vpath) >= 0;
-}
-
-/* The pinned fd of an implicit directory, or -1 (not implicit, or not pinned). */
-int vfs__implicit_fd(const struct vfs *v, const char *vpath)
-{
-	ssize_t i = implicit_index(v, vpath);
-
-	return i >= 0 && v->implicit_fd ? v->implicit_fd[i] : -1;
-}
-
-/*
- * A glob's last component, unless it is "**", is matched against a path's last
- * component (match_from(): a pattern left over when the path ends may only be "**"). The
- * characters after its last '*', '?' or '\' are matched one for one at that component's
- * end, those before its first one at its start. So the default profile's rule for .env
- * files needs a last component ".env", its rule for id_rsa* files one starting with
- * "id_rsa": most paths fail that with a memcmp or two, before the full match. Every walk
- * step asks every glob (the default profile has thirty), so it shows.
- */
-static void glob_tail(struct vfs__rule *g)
-{
-	const char *slash = strrchr(g->virt, '/'), *last, *e, *t;
-
-	g->head = g->tail = "";
-	g->head_len = g->tail_len = 0;
-	g->tail_whole = false;
-	if (!slash || streq(slash + 1, "**"))
-		return; /* no filter (and no path matches a glob that is not absolute) */
-	last = slash + 1;
-	e = t = last + strlen(last);
-	while (t > last && !strchr("*?\\", t[-1]))
-		t--;
-	g->tail = t;
-	g->tail_len = (size_t)(e - t);
-	g->tail_whole = t == last;
-	/* the same from the front: "id_rsa*" needs a component starting with "id_rsa" */
-	if (!g->tail_whole)
-		g->head_len = strcspn(last, "*?\\");
-	g->head = last;
-}
-
-static bool tail_fits(const struct vfs__rule *g, const char *last, size_t llen)
-{
-	if (g->tail_whole ? llen != g->tail_len : llen < g->tail_len + g->head_len)
-		return false;
-	return memcmp(last + llen - g->tail_len, g->tail, g->tail_len) == 0 &&
-	       memcmp(last, g->head, g->head_len) == 0;
-}
-
-/* The latest hide/deny rule whose glob matches vpath itself. */
-const struct vfs__rule *vfs__glob_latest(const struct vfs *v, const char *vpath)
-{
-	const char *last = strrchr(vpath, '/');
-	size_t llen;
-
-	if (!last)
-		return NULL; /* not absolute: no glob matches */
-	last++;
-	llen = strlen(last);
-	for (size_t i = v->n_globs; i-- > 0;)
-		if (tail_fits(v->globs[i], last, llen) && vfs__glob_match(v->globs[i]->virt, vpath))
-			return v->globs[i];
-	return NULL;
-}
-
-/* Whether a mapping given after block lies strictly below vpath, so that walking through
- * the blocked directory can still lead to a visible path. */
-bool vfs__rescuable(const struct vfs *v, const struct vfs__rule *block, const char *vpath)
-{
-	for (size_t i = 0; i < v->n_mounts; i++) {
-		const struct vfs__rule *m = v->mounts[i];
-
-		if (m->seq > block->seq && !streq(m->virt, vpath) && vfs__path_under(m->virt, vpath))
-			return true;
-	}
-	return false;
-}
-
-void vfs__verdict(struct vfs_verdict *verdict, int err, const char *rule, const char *vpath)
-{
-	if (!verdict)
-		return;
-	verdict->err = err < 0 ? -err : err;
-	verdict->denied = err != 0;
-	str_copy(verdict->rule, sizeof(verdict->rule), rule ? rule : "");
-	if (vpath)
-		str_copy(verdict->vpath, sizeof(verdict->vpath), vpath);
-}
-
-/*
- * The rules applied to an already-canonical path, with no host access (audit replay).
- * /proc pid visibility is not decided here: it depends on the live process tree.
- */
-_public_ int vfs_decide(const struct vfs *v, const char *vpath, unsigned want,
-                        struct vfs_verdict *verdict)
-{
-	char buf[PATH_MAX];
-	const struct vfs__rule *block = NULL, *mount = v->root_mount;
-	bool implicit = !mount;
-	size_t n;
-	int r;
-
-	r = vfs__normalize("/", vpath, buf, sizeof(buf));
-	if (r < 0) {
-		vfs__verdict(verdict, r, "path too long", vpath);
-		return r;
-	}
-	n = strlen(buf);
-	block = vfs__glob_latest(v, "/");
-	if (block && mount && mount->seq > block->seq)
-		block = NULL;
-	/* walk the prefixes: "/a", "/a/b", ... exactly as the walker does */
-	for (size_t i = 1; i <= n; i++) {
-		const struct vfs__rule *ex, *h;
-
-		if (i < n && buf[i] != '/')
-			continue;
-		if (i == 1 && n == 1)
-			break;
-		buf[i] = '\0';
-		ex = vfs__mount_exact(v, buf);
-		if (block && ex && ex->seq > block->seq)
-			block = NULL;
-		if (!block) {
-			h = vfs__glob_latest(v, buf);
-			if (h && !(ex && ex->seq > h->seq))
-				block = h;
-		}
-		if (ex) {
-			mount = ex;
-			implicit = false;
-		} else if (implicit || !mount) {
-			if (!vfs__is_implicit(v, buf)) {
-				vfs__verdict(verdict, -ENOENT, "unmapped", buf);
-				return -ENOENT;
-			}
-			implicit = true;
-		}
-		if (block && i < n && !vfs__rescuable(v, block, buf)) {
-			r = block->kind == VFS__HIDE ? -ENOENT : -EACCES;
-			vfs__verdict(verdict, r, block->desc, buf);
-			return r;
-		}
-		if (i < n)
-			buf[i] = '/';
-	}
-	if (block && (block->kind == VFS__HIDE || want)) {
-		r = block->kind == VFS__HIDE ? -ENOENT : -EACCES;
-		vfs__verdict(verdict, r, block->desc, buf);
-		return r;
-	}
-	if ((want & (VFS_WANT_WRITE | VFS_WANT_CREATE)) &&
-	    (implicit || !mount || !mount->writable)) {
-		vfs__verdict(verdict, -EROFS, mount && !implicit ? mount->desc : "unmapped parent",
-		             buf);
-		return -EROFS;
-	}
-	vfs__verdict(verdict, 0, mount && !implicit ? mount->desc : "implicit directory", buf);
-	return 0;
 }
 
 /* --- building -------------------------------------------------------------------------- */
@@ -533,28 +67,6 @@ _public_ int vfs_new(const struct vfs_proc_ops *proc, struct vfs **ret)
 	}
 	*ret = v;
 	return 0;
-}
-
-static void rm_rf_at(int dfd, const char *name)
-{
-	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	DIR *d;
-	struct dirent *de;
-
-	if (fd < 0) {
-		unlinkat(dfd, name, 0);
-		return;
-	}
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return;
-	}
-	while ((de = readdir(d)))
-		if (!streq(de->d_name, ".") && !streq(de->d_name, ".."))
-			rm_rf_at(dirfd(d), de->d_name);
-	closedir(d);
-	unlinkat(dfd, name, AT_REMOVEDIR);
 }
 
 _public_ struct vfs *vfs_free(struct vfs *v)
@@ -599,15 +111,15 @@ _public_ struct vfs *vfs_free(struct vfs *v)
 		close(v->host_root_fd);
 	if (v->proc_self_fd >= 0)
 		close(v->proc_self_fd);
-	vfs__own_done(v, rm_rf_at);
+	vfs__own_done(v, vfs__rm_rf_at);
 	vfs__cow_done(v);
 	if (v->private_mounted)
 		umount2(v->private_dir, MNT_DETACH);
 	if (v->private_dir)
-		rm_rf_at(AT_FDCWD, v->private_dir);
+		vfs__rm_rf_at(AT_FDCWD, v->private_dir);
 	free(v->private_dir);
 	if (v->skeleton_dir)
-		rm_rf_at(AT_FDCWD, v->skeleton_dir);
+		vfs__rm_rf_at(AT_FDCWD, v->skeleton_dir);
 	free(v->skeleton_dir);
 	if (v->private_lock >= 0)
 		close(v->private_lock);
@@ -642,464 +154,6 @@ _public_ int vfs_set_home(struct vfs *v, const char *home)
 	return 0;
 }
 
-/* "~" and "~/x" -> home; relative -> against the supervisor's cwd; then normalized. */
-static int expand_path(const struct vfs *v, const char *in, char *buf, size_t len)
-{
-	char tmp[PATH_MAX];
-
-	if (in[0] == '~' && (in[1] == '\0' || in[1] == '/')) {
-		if ((size_t)snprintf(tmp, sizeof(tmp), "%s%s", v->home, in + 1) >= sizeof(tmp))
-			return -ENAMETOOLONG;
-		in = tmp;
-	}
-	return vfs__normalize(v->cwd, in, buf, len);
-}
-
-/*
- * Split "SRC[:DST]" at the first unescaped colon; "\:" is a literal colon, "\\" a
- * backslash. dst is "" when absent.
- */
-static int split_colon(const char *arg, char *src, char *dst, size_t len)
-{
-	char *o = src;
-	size_t n = 0;
-
-	dst[0] = '\0';
-	for (const char *p = arg; *p; p++) {
-		if (*p == '\\' && (p[1] == ':' || p[1] == '\\')) {
-			p++;
-		} else if (*p == ':' && o == src) {
-			o[n] = '\0';
-			o = dst;
-			n = 0;
-			continue;
-		}
-		if (n + 1 >= len)
-			return -ENAMETOOLONG;
-		o[n++] = *p;
-	}
-	o[n] = '\0';
-	return 0;
-}
-
-static struct vfs__rule *rule_new(struct vfs *v, enum vfs__rule_kind kind, const char *word,
-                                  const char *arg, const char *origin)
-{
-	struct vfs__rule *r;
-
-	if (v->n_rules == v->cap_rules) {
-		size_t cap = v->cap_rules ? v->cap_rules * 2 : 32;
-		struct vfs__rule *n = realloc(v->rules, cap * sizeof(*n));
-
-		if (!n)
-			return NULL;
-		v->rules = n;
-		v->cap_rules = cap;
-	}
-	r = &v->rules[v->n_rules];
-	memset(r, 0, sizeof(*r));
-	r->kind = kind;
-	r->seq = v->n_rules;
-	r->root_fd = -1;
-	r->host_fd = -1;
-	r->word = strdup(word);
-	r->arg = strdup(arg);
-	if (asprintf(&r->desc, "%s %s%s%s%s", word, arg, origin ? " (" : "", origin ? origin : "",
-	             origin ? ")" : "") < 0)
-		r->desc = NULL;
-	if (!r->word || !r->arg || !r->desc) {
-		free(r->word);
-		free(r->arg);
-		free(r->desc);
-		return NULL;
-	}
-	v->n_rules++;
-	return r;
-}
-
-static int add_bind(struct vfs *v, const char *word, const char *arg, const char *origin,
-                    bool writable, char *errbuf, size_t errlen)
-{
-	char src[PATH_MAX], dst[PATH_MAX], hsrc[PATH_MAX], vdst[PATH_MAX], parent[PATH_MAX];
-	char *slash;
-	struct stat st;
-	struct vfs__rule *r;
-
-	while (*arg == ' ' || *arg == '\t')
-		arg++;
-	if (!*arg)
-		return fail(errbuf, errlen, "%s: missing SRC", word);
-	if (split_colon(arg, src, dst, sizeof(src)) < 0 || expand_path(v, src, hsrc, sizeof(hsrc)) < 0)
-		return fail(errbuf, errlen, "%s %s: path too long", word, arg);
-	if (!src[0])
-		return fail(errbuf, errlen, "%s %s: empty SRC", word, arg);
-	/* Canonicalize the parent only: a source that is itself a symlink (/bin -> usr/bin
-	 * on merged-/usr systems) stays a symlink in the view, as on the host. */
-	if (!streq(hsrc, "/")) {
-		char real[PATH_MAX];
-
-		snprintf(parent, sizeof(parent), "%s", hsrc);
-		slash = strrchr(parent, '/');
-		if (slash == parent)
-			parent[1] = '\0';
-		else
-			*slash = '\0';
-		if (!realpath(parent, real))
-			return fail(errbuf, errlen, "%s %s: %s: %s", word, arg, parent,
-			            strerror(errno));
-		if ((size_t)snprintf(parent, sizeof(parent), "%s%s%s", real,
-		                     streq(real, "/") ? "" : "/", strrchr(hsrc, '/') + 1) >=
-		    sizeof(parent))
-			return fail(errbuf, errlen, "%s %s: path too long", word, arg);
-		snprintf(hsrc, sizeof(hsrc), "%s", parent);
-	}
-	if (lstat(hsrc, &st) < 0)
-		return fail(errbuf, errlen, "%s %s: %s: %s", word, arg, hsrc, strerror(errno));
-	if (vfs__path_under(hsrc, "/proc") && !streq(hsrc, "/proc"))
-		return fail(errbuf, errlen, "%s %s: only /proc as a whole can be mapped", word, arg);
-	if (dst[0]) {
-		if (expand_path(v, dst, vdst, sizeof(vdst)) < 0)
-			return fail(errbuf, errlen, "%s %s: path too long", word, arg);
-	} else {
-		snprintf(vdst, sizeof(vdst), "%s", hsrc);
-	}
-	r = rule_new(v, VFS__BIND, word, arg, origin);
-	if (!r)
-		return -ENOMEM;
-	r->writable = writable;
-	r->is_proc = streq(hsrc, "/proc");
-	r->host = strdup(hsrc);
-	r->virt = strdup(vdst);
-	if (!r->host || !r->virt)
-		return -ENOMEM;
-	/*
-	 * A mapping above /proc (ro-bind /) holds the host's procfs, whose magic links the
-	 * supervisor would read as itself: /proc/self would be the supervisor, its environ
-	 * the host's environment, its mem the supervisor's memory. So /proc inside it is
-	 * mapped as /proc is on its own, with the sandbox's pids and the caller's
-	 * /proc/self; a later mapping of the same path still replaces it.
-	 */
-	if (S_ISDIR(st.st_mode) && vfs__path_under("/proc", hsrc) && !streq(hsrc, "/proc")) {
-		char pv[PATH_MAX], pdesc[PATH_MAX + 64];
-		const char *rel = "/proc" + (streq(hsrc, "/") ? 0 : strlen(hsrc));
-
-		if ((size_t)snprintf(pv, sizeof(pv), "%s%s", streq(vdst, "/") ? "" : vdst, rel) >=
-		    sizeof(pv))
-			return fail(errbuf, errlen, "%s %s: path too long", word, arg);
-		snprintf(pdesc, sizeof(pdesc), "/proc:%s", pv);
-		r = rule_new(v, VFS__BIND, word, pdesc, origin);
-		if (!r)
-			return -ENOMEM;
-		r->writable = writable;
-		r->is_proc = true;
-		r->host = strdup("/proc");
-		r->virt = strdup(pv);
-		if (!r->host || !r->virt)
-			return -ENOMEM;
-	}
-	return 0;
-}
-
-static int add_glob(struct vfs *v, enum vfs__rule_kind kind, const char *word, const char *arg,
-                    const char *origin, char *errbuf, size_t errlen)
-{
-	char pat[PATH_MAX], tmp[PATH_MAX];
-	struct vfs__rule *r;
-	const char *a = arg;
-	size_t n;
-
-	while (*a == ' ' || *a == '\t')
-		a++;
-	if (!*a)
-		return fail(errbuf, errlen, "%s: missing GLOB", word);
-	if (strlen(a) >= sizeof(tmp) - 4)
-		return fail(errbuf, errlen, "%s %s: pattern too long", word, a);
-	/* Without a leading "/", "~" or "./", a pattern matches at any depth, as in
-	 * .gitignore: "hide .env" hides a .env in every directory. */
-	if (a[0] == '/' || (a[0] == '~' && (a[1] == '/' || !a[1])) || strncmp(a, "./", 2) == 0 ||
-	    strncmp(a, "../", 3) == 0)
-		snprintf(tmp, sizeof(tmp), "%s", a);
-	else if (strncmp(a, "**", 2) == 0)
-		snprintf(tmp, sizeof(tmp), "/%s", a);
-	else
-		snprintf(tmp, sizeof(tmp), "/**/%s", a);
-	if (expand_path(v, tmp, pat, sizeof(pat)) < 0)
-		return fail(errbuf, errlen, "%s %s: pattern too long", word, a);
-	n = strlen(pat);
-	r = rule_new(v, kind, word, a, origin);
-	if (!r)
-		return -ENOMEM;
-	r->virt = strndup(pat, n);
-	return r->virt ? 0 : -ENOMEM;
-}
-
-/* Inline content of a file directive: "\n", "\t", "\\" escapes. */
-static char *unescape(const char *s, size_t *ret_len)
-{
-	char *o = malloc(strlen(s) + 1);
-	size_t n = 0;
-
-	if (!o)
-		return NULL;
-	for (; *s; s++) {
-		if (*s == '\\' && s[1]) {
-			s++;
-			o[n++] = *s == 'n' ? '\n' : *s == 't' ? '\t' : *s;
-		} else {
-			o[n++] = *s;
-		}
-	}
-	o[n] = '\0';
-	*ret_len = n;
-	return o;
-}
-
-_public_ int vfs_add_directive(struct vfs *v, const char *word, const char *arg,
-                               const char *origin, char *errbuf, size_t errlen)
-{
-	char path[PATH_MAX];
-	struct vfs__rule *r;
-
-	if (errbuf && errlen)
-		errbuf[0] = '\0';
-	if (!arg)
-		arg = "";
-	if (v->finalized)
-		return fail(errbuf, errlen, "%s: the table is already frozen", word);
-	if (streq(word, "ro-bind"))
-		return add_bind(v, word, arg, origin, false, errbuf, errlen);
-	if (streq(word, "bind"))
-		return add_bind(v, word, arg, origin, true, errbuf, errlen);
-	if (streq(word, "hide"))
-		return add_glob(v, VFS__HIDE, word, arg, origin, errbuf, errlen);
-	if (streq(word, "deny"))
-		return add_glob(v, VFS__DENY, word, arg, origin, errbuf, errlen);
-	while (*arg == ' ' || *arg == '\t')
-		arg++;
-	if (streq(word, "tmpfs")) {
-		char dst[PATH_MAX];
-		const char *sp = strpbrk(arg, " \t");
-		size_t dl = sp ? (size_t)(sp - arg) : strlen(arg);
-		const char *size = sp ? sp + strspn(sp, " \t") : "";
-
-		if (!dl)
-			return fail(errbuf, errlen, "tmpfs: missing DST");
-		if (dl >= sizeof(dst))
-			return fail(errbuf, errlen, "tmpfs: path too long");
-		memcpy(dst, arg, dl);
-		dst[dl] = '\0';
-		if (size[0] && strspn(size, "0123456789kKmMgG%") != strlen(size))
-			return fail(errbuf, errlen, "tmpfs %s: bad SIZE '%s'", dst, size);
-		if (expand_path(v, dst, path, sizeof(path)) < 0)
-			return fail(errbuf, errlen, "tmpfs: path too long");
-		r = rule_new(v, VFS__TMPFS, word, arg, origin);
-		if (!r)
-			return -ENOMEM;
-		r->writable = true;
-		r->virt = strdup(path);
-		r->given = strdup(path);
-		r->size = size[0] ? strdup(size) : NULL;
-		return r->virt && r->given ? 0 : -ENOMEM;
-	}
-	if (streq(word, "file")) {
-		char dst[PATH_MAX];
-		const char *sp = strpbrk(arg, " \t");
-		const char *content = sp ? sp + strspn(sp, " \t") : NULL;
-		size_t dl = sp ? (size_t)(sp - arg) : strlen(arg);
-
-		if (!dl)
-			return fail(errbuf, errlen, "file: missing DST");
-		if (!content)
-			return fail(errbuf, errlen, "file %s: missing CONTENT or @HOSTFILE", arg);
-		if (dl >= sizeof(dst))
-			return fail(errbuf, errlen, "file: path too long");
-		memcpy(dst, arg, dl);
-		dst[dl] = '\0';
-		if (expand_path(v, dst, path, sizeof(path)) < 0 || streq(path, "/"))
-			return fail(errbuf, errlen, "file %s: bad DST", dst);
-		if (content[0] == '@') {
-			char host[PATH_MAX], real[PATH_MAX];
-			struct stat st;
-
-			if (expand_path(v, content + 1, host, sizeof(host)) < 0 ||
-			    !realpath(host, real))
-				return fail(errbuf, errlen, "file %s: %s: %s", dst, content + 1,
-				            strerror(errno));
-			if (stat(real, &st) < 0 || !S_ISREG(st.st_mode))
-				return fail(errbuf, errlen, "file %s: %s is not a regular file", dst,
-				            content + 1);
-			r = rule_new(v, VFS__FILE, word, arg, origin);
-			if (!r)
-				return -ENOMEM;
-			r->host = strdup(real);
-			if (!r->host)
-				return -ENOMEM;
-		} else {
-			size_t n;
-
-			r = rule_new(v, VFS__FILE, word, arg, origin);
-			if (!r)
-				return -ENOMEM;
-			r->content = unescape(content, &n);
-			if (!r->content)
-				return -ENOMEM;
-			r->size = NULL;
-		}
-		r->virt = strdup(path);
-		return r->virt ? 0 : -ENOMEM;
-	}
-	if (streq(word, "chdir")) {
-		char *d;
-
-		if (!arg[0])
-			return fail(errbuf, errlen, "chdir: missing DIR");
-		if (expand_path(v, arg, path, sizeof(path)) < 0)
-			return fail(errbuf, errlen, "chdir: path too long");
-		d = strdup(path);
-		if (!d)
-			return -ENOMEM;
-		free(v->chdir);
-		v->chdir = d;
-		return 0;
-	}
-	return -ENOENT;
-}
-
-static int add(struct vfs *v, const char *word, const char *arg)
-{
-	char err[256];
-
-	return vfs_add_directive(v, word, arg, "default profile", err, sizeof(err));
-}
-
-/* Map a system path only when it exists on this host (lib32, libx32... vary). */
-static int add_if_exists(struct vfs *v, const char *word, const char *path)
-{
-	struct stat st;
-
-	if (lstat(path, &st) < 0)
-		return 0;
-	return add(v, word, path);
-}
-
-/* Hidden by the default profile, and kept hidden by every policy `moat audit suggest`
- * writes: one list for both. */
-_public_ const char *const vfs_default_secrets[] = {
-	"/etc/shadow*", "/etc/gshadow*", "/etc/sudoers*", "/etc/ssh/ssh_host_*",
-	"/root", "~/.ssh", "~/.aws", "~/.config/gcloud", "~/.netrc", "~/.gnupg",
-	/* private keys by their usual names; not every *.pem, which would hide the
-	 * CA bundles TLS needs (certifi's cacert.pem breaks pip and python -m venv) */
-	"**/.env", "**/*key*.pem", "**/*.key", "**/*.p12", "**/*.pfx",
-	"**/id_rsa*", "**/id_dsa*", "**/id_ecdsa*", "**/id_ed25519*",
-	"/proc/kcore", "/proc/kmsg", "/proc/keys", "/proc/sysrq-trigger",
-	NULL,
-};
-
-/*
- * The default profile. Order matters (later wins, see vfs-internal.h): other users'
- * homes are hidden before the workspace is mapped, so a workspace inside a home is
- * still visible; the secrets are hidden after it, so they stay hidden inside it.
- */
-_public_ int vfs_add_default_profile(struct vfs *v, const char *home, const char *cwd)
-{
-	static const char *const sys_dirs[] = {
-		"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc",
-	};
-	static const char *const devs[] = {
-		"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty",
-	};
-	static const char *const dev_links[] = {
-		"/dev/fd", "/dev/stdin", "/dev/stdout", "/dev/stderr",
-	};
-	char w[PATH_MAX];
-	int r;
-
-	if (home && (r = vfs_set_home(v, home)) < 0)
-		return r;
-	if (!cwd)
-		cwd = v->cwd;
-	for (size_t i = 0; i < ELEMENTSOF(sys_dirs); i++)
-		if ((r = add_if_exists(v, "ro-bind", sys_dirs[i])) < 0)
-			return r;
-	if ((r = add(v, "hide", "/root")) < 0 || (r = add(v, "hide", "/home/*")) < 0)
-		return r;
-	/* the workspace; "\:" keeps a colon in the directory name literal */
-	{
-		size_t o = 0;
-
-		for (const char *p = cwd; *p && o + 3 < sizeof(w); p++) {
-			if (*p == ':' || *p == '\\')
-				w[o++] = '\\';
-			w[o++] = *p;
-		}
-		w[o] = '\0';
-	}
-	/* Run from "/", the workspace would be the whole host, read-write: map none. */
-	if (!streq(cwd, "/") && (r = add(v, "bind", w)) < 0)
-		return r;
-	free(v->profile_cwd);
-	v->profile_cwd = strdup(cwd);
-	if (!v->profile_cwd)
-		return -ENOMEM;
-	if ((r = add(v, "tmpfs", "/tmp")) < 0 || (r = add(v, "tmpfs", "/dev/shm")) < 0)
-		return r;
-	for (size_t i = 0; i < ELEMENTSOF(devs); i++)
-		if ((r = add_if_exists(v, "bind", devs[i])) < 0)
-			return r;
-	for (size_t i = 0; i < ELEMENTSOF(dev_links); i++)
-		if ((r = add_if_exists(v, "ro-bind", dev_links[i])) < 0)
-			return r;
-	if ((r = add(v, "ro-bind", "/proc")) < 0)
-		return r;
-	for (size_t i = 0; vfs_default_secrets[i]; i++)
-		if ((r = add(v, "hide", vfs_default_secrets[i])) < 0)
-			return r;
-	/*
-	 * A private, empty, writable home at the home's own path, so that what programs
-	 * keep there (~/.cache, ~/.npm, ~/.gitconfig, pip's and git's config lookups) works
-	 * without the real home: given after the hide rules, it rescues the home itself
-	 * from "hide /root" and "hide /home/...", while ~/.ssh and the other secrets below
-	 * it stay hidden. Not when the workspace is the home or lies above it (the caller
-	 * chose to work in it), nor for a home of "/" or one the tmpfs syntax cannot name.
-	 */
-	if (!streq(v->home, "/") && !strpbrk(v->home, " \t") &&
-	    (streq(cwd, "/") || !vfs__path_under(v->home, cwd)) &&
-	    (r = add(v, "tmpfs", v->home)) < 0)
-		return r;
-	return 0;
-}
-
-/* Each pattern read as add_glob() reads it: "~/x" against home, "**" from the root. */
-_public_ const char *vfs_default_secret_of(const char *home, const char *path)
-{
-	char pat[PATH_MAX], raw[PATH_MAX], p[PATH_MAX];
-
-	if (vfs__normalize("/", path, p, sizeof(p)) < 0)
-		return NULL;
-	for (size_t i = 0; vfs_default_secrets[i]; i++) {
-		const char *g = vfs_default_secrets[i];
-		char q[PATH_MAX];
-		int n = g[0] == '~' ? snprintf(raw, sizeof(raw), "%s/%s", home ? home : "/", g + 1)
-				    : snprintf(raw, sizeof(raw), "/%s", g);
-
-		if (n < 0 || (size_t)n >= sizeof(raw) || vfs__normalize("/", raw, pat, sizeof(pat)) < 0)
-			continue;
-		/* a hidden directory hides what is under it */
-		memcpy(q, p, sizeof(q));
-		for (;;) {
-			char *sl;
-
-			if (vfs__glob_match(pat, q))
-				return g;
-			sl = strrchr(q, '/');
-			if (!sl || sl == q)
-				break;
-			*sl = '\0';
-		}
-	}
-	return NULL;
-}
-
 /* --- finalize ---------------------------------------------------------------------------- */
 
 static int cmp_mount(const void *a, const void *b)
@@ -1112,95 +166,6 @@ static int cmp_mount(const void *a, const void *b)
 static int cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/*
- * A run's private directories (/tmp/moat-vfs-*, /dev/shm/moat-root-*) are removed by
- * vfs_free(), which a supervisor killed by SIGKILL (the OOM killer, a CI timeout) never
- * reaches; what its sandbox wrote to /tmp would stay on the host for good. So each
- * directory is flock()ed for as long as its run lives, through an fd the vfs keeps (and
- * the keeper inherits), and every vfs_finalize() first removes the directories of its
- * kind that nobody holds any more. Only directories of our own user are touched, never
- * through a symlink, and none younger than SWEEP_GRACE_S: its creator may be between
- * mkdtemp() and flock().
- */
-#define SWEEP_GRACE_S 10
-
-/* An fd of dfd/name holding its exclusive lock, or -errno (-EWOULDBLOCK: a run holds it). */
-static int lock_private(int dfd, const char *name)
-{
-	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-	if (fd < 0)
-		return negative_errno();
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		int r = negative_errno();
-
-		close(fd);
-		return r;
-	}
-	return fd;
-}
-
-static void sweep_stale(const char *parent, const char *prefix)
-{
-	size_t pl = strlen(prefix);
-	DIR *d = opendir(parent);
-	struct dirent *de;
-
-	if (!d)
-		return;
-	while ((de = readdir(d))) {
-		struct stat st;
-		int fd;
-
-		/* mkdtemp's names: the prefix and six characters */
-		if (strncmp(de->d_name, prefix, pl) != 0 || strlen(de->d_name) != pl + 6)
-			continue;
-		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-		    !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
-		    time(NULL) - st.st_mtime < SWEEP_GRACE_S)
-			continue;
-		fd = lock_private(dirfd(d), de->d_name);
-		if (fd < 0)
-			continue;
-		rm_rf_at(dirfd(d), de->d_name);
-		close(fd);
-	}
-	closedir(d);
-}
-
-static int private_path(struct vfs *v, const char *prefix, char **ret)
-{
-	if (asprintf(ret, "%s/%s%u", v->private_dir, prefix, v->n_private++) < 0)
-		return -ENOMEM;
-	return 0;
-}
-
-/*
- * Where the namespaced skeleton goes. It is dozens of empty directories and mount points
- * made and removed on every run, holding nothing of the sandbox's: on a disk-backed /tmp
- * that costs milliseconds each way (ext4 journals every rmdir; about 3 ms of a 30 ms
- * /bin/true here), on a tmpfs microseconds. So /dev/shm when it is a tmpfs we may write
- * to; next to the other private files otherwise. (The tmpfs backings stay in the
- * private dir: the sandbox's /tmp can be large, and /dev/shm is often small.)
- */
-static int skeleton_path(struct vfs *v, char **ret)
-{
-	char tmpl[] = "/dev/shm/moat-root-XXXXXX";
-	struct statfs sf;
-
-	if (statfs("/dev/shm", &sf) == 0 && sf.f_type == TMPFS_MAGIC) {
-		sweep_stale("/dev/shm", "moat-root-");
-		if (mkdtemp(tmpl)) {
-			v->skeleton_dir = strdup(tmpl);
-			if (!v->skeleton_dir || asprintf(ret, "%s/root", tmpl) < 0)
-				return -ENOMEM;
-			v->skeleton_lock = lock_private(AT_FDCWD, tmpl);
-			return v->skeleton_lock < 0 ? v->skeleton_lock : 0;
-		}
-	}
-	return private_path(v, "root", ret);
 }
 
 static int add_implicit(struct vfs *v, const char *path)
@@ -1217,78 +182,6 @@ static int add_implicit(struct vfs *v, const char *path)
 	if (!v->implicit[v->n_implicit])
 		return -ENOMEM;
 	v->n_implicit++;
-	return 0;
-}
-
-/* mkdir -p of rel (absolute, "/a/b") below base, a private directory of ours. */
-static int skel_mkdirs(const char *base, const char *rel)
-{
-	char p[PATH_MAX];
-
-	if ((size_t)snprintf(p, sizeof(p), "%s%s", base, rel) >= sizeof(p))
-		return -ENAMETOOLONG;
-	for (char *s = p + strlen(base) + 1; ; s++) {
-		if (*s == '/' || *s == '\0') {
-			char c = *s;
-
-			*s = '\0';
-			if (mkdir(p, 0755) < 0 && errno != EEXIST)
-				return -errno;
-			*s = c;
-			if (!c)
-				break;
-		}
-	}
-	return 0;
-}
-
-/* A mount point in the skeleton: same type as the source, so a bind mount fits on it;
- * symlink sources become the same symlink (a symlink cannot be bind-mounted). */
-static int skel_mountpoint(const char *base, const char *rel, const struct vfs__rule *m,
-                           const struct stat *st)
-{
-	char p[PATH_MAX], target[PATH_MAX];
-	ssize_t n;
-	int fd;
-
-	if ((size_t)snprintf(p, sizeof(p), "%s%s", base, rel) >= sizeof(p))
-		return -ENAMETOOLONG;
-	if (m->root_is_link) {
-		n = readlinkat(m->root_fd, "", target, sizeof(target) - 1);
-		if (n < 0)
-			return -errno;
-		target[n] = '\0';
-		if (symlink(target, p) < 0 && errno != EEXIST)
-			return -errno;
-	} else if (S_ISDIR(st->st_mode)) {
-		if (mkdir(p, 0755) < 0 && errno != EEXIST)
-			return -errno;
-	} else {
-		fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-		if (fd < 0)
-			return -errno;
-		close(fd);
-	}
-	return 0;
-}
-
-static int write_file(const char *path, const char *data, size_t n)
-{
-	_cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
-
-	if (fd < 0)
-		return -errno;
-	while (n) {
-		ssize_t w = write(fd, data, n);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		data += w;
-		n -= w;
-	}
 	return 0;
 }
 
@@ -1412,20 +305,6 @@ _public_ bool vfs_disk_usage(const struct vfs *v, uint64_t *ret_used, uint64_t *
 	return true;
 }
 
-/* A tmpfs of the directive's SIZE over its backing directory (SIZE as tmpfs reads it:
- * bytes, k, m, g or a % of memory). */
-static int mount_sized(struct vfs__rule *a)
-{
-	char opts[96];
-
-	if ((size_t)snprintf(opts, sizeof(opts), "size=%s,mode=1777", a->size) >= sizeof(opts))
-		return -EINVAL;
-	if (mount("tmpfs", a->host, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
-		return negative_errno();
-	a->mounted = true;
-	return 0;
-}
-
 _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_t errlen)
 {
 	char tmpl[] = "/tmp/moat-vfs-XXXXXX";
@@ -1435,7 +314,7 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 	if (errbuf && errlen)
 		errbuf[0] = '\0';
 	if (v->finalized)
-		return fail(errbuf, errlen, "already finalized");
+		return vfs__fail(errbuf, errlen, "already finalized");
 	v->mode = mode;
 
 	/* the latest mapping of a virtual path replaces earlier ones */
@@ -1459,27 +338,27 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 		if (a->dead || a->kind > VFS__FILE || mode != VFS_MODE_UNNAMESPACED)
 			continue;
 		if (a->kind == VFS__BIND && !streq(a->host, a->virt))
-			return fail(errbuf, errlen,
+			return vfs__fail(errbuf, errlen,
 			            "%s: unnamespaced mode cannot remap %s to %s (virtual paths "
 			            "equal host paths); this needs the namespaced mode",
 			            a->desc, a->host, a->virt);
 		if (a->kind == VFS__TMPFS && !shared_dir(a->virt) && !streq(a->virt, v->home))
-			return fail(errbuf, errlen,
+			return vfs__fail(errbuf, errlen,
 			            "%s: unnamespaced mode has no tmpfs (only /tmp and /dev/shm, "
 			            "showing what the run made in them, and a private home); this "
 			            "needs the namespaced mode", a->desc);
 	}
 
-	sweep_stale("/tmp", "moat-vfs-");
+	vfs__sweep_stale("/tmp", "moat-vfs-");
 	if (!mkdtemp(tmpl))
-		return fail(errbuf, errlen, "cannot create a private directory: %s",
+		return vfs__fail(errbuf, errlen, "cannot create a private directory: %s",
 		            strerror(errno));
 	v->private_dir = strdup(tmpl);
 	if (!v->private_dir)
 		return -ENOMEM;
-	v->private_lock = lock_private(AT_FDCWD, tmpl);
+	v->private_lock = vfs__lock_private(AT_FDCWD, tmpl);
 	if (v->private_lock < 0)
-		return fail(errbuf, errlen, "cannot lock the private directory %s: %s", tmpl,
+		return vfs__fail(errbuf, errlen, "cannot lock the private directory %s: %s", tmpl,
 		            strerror(-v->private_lock));
 	/* After the lock: a sweeper of another run locks the directory underneath, which
 	 * is the one the host sees, and so leaves it alone. */
@@ -1488,7 +367,7 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 
 		snprintf(opts, sizeof(opts), "size=%llu,mode=0700", (unsigned long long)v->disk_quota);
 		if (mount("tmpfs", tmpl, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
-			return fail(errbuf, errlen, "--disk: cannot mount a tmpfs on %s: %s", tmpl,
+			return vfs__fail(errbuf, errlen, "--disk: cannot mount a tmpfs on %s: %s", tmpl,
 			            strerror(errno));
 		v->private_mounted = true;
 	}
@@ -1510,7 +389,7 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 				/* no private directory can have this name: the host's,
 				 * showing only what the run makes in it (owned.c) */
 				if (stat(a->virt, &st) < 0 || !S_ISDIR(st.st_mode))
-					return fail(errbuf, errlen, "%s: the host has no %s directory",
+					return vfs__fail(errbuf, errlen, "%s: the host has no %s directory",
 					            a->desc, a->virt);
 				a->kind = VFS__BIND;
 				a->own_only = true;
@@ -1518,14 +397,14 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 				if (!a->host)
 					return -ENOMEM;
 			} else {
-				if ((r = private_path(v, "tmp", &a->host)) < 0)
+				if ((r = vfs__private_path(v, "tmp", &a->host)) < 0)
 					return r;
 				if (mkdir(a->host, home ? 0700 : 01777) < 0 ||
 				    chmod(a->host, home ? 0700 : 01777) < 0)
-					return fail(errbuf, errlen, "%s: %s", a->desc,
+					return vfs__fail(errbuf, errlen, "%s: %s", a->desc,
 					            strerror(errno));
-				if (a->size && v->may_mount && (r = mount_sized(a)) < 0)
-					return fail(errbuf, errlen, "%s: cannot mount a tmpfs of %s: %s",
+				if (a->size && v->may_mount && (r = vfs__mount_sized(a)) < 0)
+					return vfs__fail(errbuf, errlen, "%s: cannot mount a tmpfs of %s: %s",
 					            a->desc, a->size, strerror(-r));
 			}
 			if (mode == VFS_MODE_UNNAMESPACED && !a->own_only) {
@@ -1546,10 +425,10 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 					return -ENOMEM;
 			}
 		} else if (a->kind == VFS__FILE && a->content) {
-			if ((r = private_path(v, "file", &a->host)) < 0)
+			if ((r = vfs__private_path(v, "file", &a->host)) < 0)
 				return r;
-			if ((r = write_file(a->host, a->content, strlen(a->content))) < 0)
-				return fail(errbuf, errlen, "%s: %s", a->desc, strerror(-r));
+			if ((r = vfs__write_file(a->host, a->content, strlen(a->content))) < 0)
+				return vfs__fail(errbuf, errlen, "%s: %s", a->desc, strerror(-r));
 		}
 	}
 
@@ -1566,7 +445,7 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 		struct stat st;
 
 		if (a->kind == VFS__HIDE || a->kind == VFS__DENY) {
-			glob_tail(a);
+			vfs__glob_tail(a);
 			v->globs[ng++] = a;
 			continue;
 		}
@@ -1577,7 +456,7 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 		 * the sandbox itself, through another writable mapping) cannot move it. */
 		a->root_fd = open(a->host, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 		if (a->root_fd < 0 || fstat(a->root_fd, &st) < 0)
-			return fail(errbuf, errlen, "%s: %s: %s", a->desc, a->host, strerror(errno));
+			return vfs__fail(errbuf, errlen, "%s: %s: %s", a->desc, a->host, strerror(errno));
 		a->root_is_link = S_ISLNK(st.st_mode);
 		if (a->kind == VFS__FILE)
 			a->writable = false;
@@ -1640,11 +519,11 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 		s = strrchr(parent, '/');
 		if (s != parent) {
 			*s = '\0';
-			if ((r = skel_mkdirs(pm->host, parent)) < 0)
-				return fail(errbuf, errlen, "%s: mount point: %s", m->desc, strerror(-r));
+			if ((r = vfs__skel_mkdirs(pm->host, parent)) < 0)
+				return vfs__fail(errbuf, errlen, "%s: mount point: %s", m->desc, strerror(-r));
 		}
-		if (fstat(m->root_fd, &st) < 0 || (r = skel_mountpoint(pm->host, rel, m, &st)) < 0)
-			return fail(errbuf, errlen, "%s: mount point: %s", m->desc, strerror(errno));
+		if (fstat(m->root_fd, &st) < 0 || (r = vfs__skel_mountpoint(pm->host, rel, m, &st)) < 0)
+			return vfs__fail(errbuf, errlen, "%s: mount point: %s", m->desc, strerror(errno));
 	}
 
 	v->root_mount = (struct vfs__rule *)vfs__mount_exact(v, "/");
@@ -1655,14 +534,14 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 	} else {
 		/* namespaced: the unmapped tree is a skeleton of empty directories and
 		 * mount points, which the interposer can also use as the sandbox's root */
-		if ((r = skeleton_path(v, &v->skeleton)) < 0)
-			return fail(errbuf, errlen, "skeleton: %s", strerror(-r));
+		if ((r = vfs__skeleton_path(v, &v->skeleton)) < 0)
+			return vfs__fail(errbuf, errlen, "skeleton: %s", strerror(-r));
 		if (mkdir(v->skeleton, 0755) < 0)
-			return fail(errbuf, errlen, "skeleton: %s", strerror(errno));
+			return vfs__fail(errbuf, errlen, "skeleton: %s", strerror(errno));
 		for (size_t i = 0; i < v->n_implicit; i++)
 			if (!streq(v->implicit[i], "/") &&
-			    (r = skel_mkdirs(v->skeleton, v->implicit[i])) < 0)
-				return fail(errbuf, errlen, "skeleton %s: %s", v->implicit[i],
+			    (r = vfs__skel_mkdirs(v->skeleton, v->implicit[i])) < 0)
+				return vfs__fail(errbuf, errlen, "skeleton %s: %s", v->implicit[i],
 				            strerror(-r));
 		for (size_t i = 0; i < nm; i++) {
 			struct stat st;
@@ -1677,21 +556,21 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 			if (!vfs__is_implicit(v, parent))
 				continue;
 			if (fstat(v->mounts[i]->root_fd, &st) < 0 ||
-			    (r = skel_mountpoint(v->skeleton, v->mounts[i]->virt, v->mounts[i],
+			    (r = vfs__skel_mountpoint(v->skeleton, v->mounts[i]->virt, v->mounts[i],
 			                         &st)) < 0)
-				return fail(errbuf, errlen, "skeleton %s: %s", v->mounts[i]->virt,
+				return vfs__fail(errbuf, errlen, "skeleton %s: %s", v->mounts[i]->virt,
 				            strerror(errno));
 		}
 		v->root_fd = open(v->skeleton, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	}
 	if (v->root_fd < 0)
-		return fail(errbuf, errlen, "root: %s", strerror(errno));
+		return vfs__fail(errbuf, errlen, "root: %s", strerror(errno));
 	if ((r = vfs__dcache_new(&v->dcache)) < 0)
 		return r;
 	/* vfs__reopen()'s directory; the path is used when this fails */
 	v->proc_self_fd = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if ((r = refresh_fixed(v)) < 0)
-		return fail(errbuf, errlen, "root: %s", strerror(-r));
+		return vfs__fail(errbuf, errlen, "root: %s", strerror(-r));
 	v->finalized = true;
 
 	/* where the sandbox starts: chdir directive, else the workspace, else "/" */
@@ -1705,7 +584,7 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 				v->initial_cwd = strdup(cands[i]);
 		}
 		if (!v->initial_cwd && v->chdir)
-			return fail(errbuf, errlen, "chdir %s: not a visible directory", v->chdir);
+			return vfs__fail(errbuf, errlen, "chdir %s: not a visible directory", v->chdir);
 		if (!v->initial_cwd)
 			v->initial_cwd = strdup("/");
 		if (!v->initial_cwd)

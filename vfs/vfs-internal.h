@@ -17,6 +17,7 @@
 
 #include <pthread.h>
 
+#include "macros.h"
 #include "vfs.h"
 
 enum vfs__rule_kind {
@@ -53,7 +54,7 @@ struct vfs__rule {
 	bool own_only;     /* unnamespaced /tmp, /dev/shm: the host's directory, showing only
 	                      the entries the run created in it (owned.c) */
 	/* hide/deny: what a path's last component must start with, end with (or be, when
-	 * tail_whole) for the glob to match it at all: a quick reject, see glob_tail() */
+	 * tail_whole) for the glob to match it at all: a quick reject, see vfs__glob_tail() */
 	const char *head, *tail;
 	size_t head_len, tail_len;
 	bool tail_whole;
@@ -122,7 +123,10 @@ struct vfs {
 	size_t n_change_buckets;   /* a power of two, or 0: no index, find() scans */
 };
 
-/* table.c */
+/* table.c: -EINVAL, with the message in errbuf when there is one */
+_printf_(3, 4) int vfs__fail(char *errbuf, size_t errlen, const char *fmt, ...);
+
+/* glob.c and lookup.c: pure */
 bool vfs__glob_match(const char *pat, const char *path);
 bool vfs__glob_may_match_below(const char *pat, const char *dir);
 bool vfs__glob_moves_with(const char *pat, const char *dir, const char *newdir);
@@ -134,6 +138,8 @@ const struct vfs__rule *vfs__glob_latest(const struct vfs *v, const char *vpath)
 bool vfs__rescuable(const struct vfs *v, const struct vfs__rule *block, const char *vpath);
 bool vfs__hides_devices(const struct vfs__rule *m);
 void vfs__verdict(struct vfs_verdict *verdict, int err, const char *rule, const char *vpath);
+/* Fill a glob rule's head and tail (its last component's literal ends). */
+void vfs__glob_tail(struct vfs__rule *g);
 /* The module's own spelling of the path helpers it exports (vfs.h). */
 static inline int vfs__normalize(const char *base, const char *path, char *buf, size_t len)
 {
@@ -143,6 +149,19 @@ static inline bool vfs__path_under(const char *path, const char *dir)
 {
 	return vfs_path_under(path, dir);
 }
+
+/* store.c: the private directories, their sweep, the skeleton, the sized tmpfs mounts */
+void vfs__rm_rf_at(int dfd, const char *name);
+/* An fd of dfd/name holding its exclusive lock, or -errno (-EWOULDBLOCK: a run holds it). */
+int vfs__lock_private(int dfd, const char *name);
+void vfs__sweep_stale(const char *parent, const char *prefix);
+int vfs__private_path(struct vfs *v, const char *prefix, char **ret);
+int vfs__skeleton_path(struct vfs *v, char **ret);
+int vfs__skel_mkdirs(const char *base, const char *rel);
+int vfs__skel_mountpoint(const char *base, const char *rel, const struct vfs__rule *m,
+                         const struct stat *st);
+int vfs__write_file(const char *path, const char *data, size_t n);
+int vfs__mount_sized(struct vfs__rule *a);
 
 /* dcache.c: see the safety argument at its top */
 struct vfs__dcache;

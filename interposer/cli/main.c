@@ -517,7 +517,7 @@ static int cmd_syscalls(int argc, char **argv)
 }
 
 /* Text with the escapes a directive reads back: in a path, "\:" and "\\" (split_colon()
- * in vfs/table.c); in a file's content, "\\", "\n" and "\t". */
+ * in vfs/directives.c); in a file's content, "\\", "\n" and "\t". */
 static void print_escaped(const char *s, bool content)
 {
 	for (const char *p = s; *p; p++) {

@@ -709,11 +709,14 @@ static int link_fd(struct sup_call *c, int64_t fd, const struct vfs_caller *nc)
 	return vfs_link_fd(c->s->vfs, copy, c->path, nc, c->path2, &c->verdict);
 }
 
+enum two_paths_op { TWO_PATHS_RENAME, TWO_PATHS_LINK };
+
 /* rename/link: two paths, each with its own dirfd. */
 static void handle_two_paths(struct sup_call *c, int64_t olddirfd, uint64_t oldpath,
-			     int64_t newdirfd, uint64_t newpath, unsigned flags, bool is_link)
+			     int64_t newdirfd, uint64_t newpath, unsigned flags, enum two_paths_op op)
 {
 	char obase[PATH_MAX], nbase[PATH_MAX];
+	bool is_link = op == TWO_PATHS_LINK;
 	struct vfs_caller oc, nc;
 	int r;
 
@@ -789,8 +792,14 @@ static void handle_truncate(struct sup_call *c)
 /* utime, utimes, futimesat, utimensat: normalise to utimensat's timespec pair. A NULL
  * path (futimens) names the fd: it is resolved through its /proc link to a path so the
  * same write rule applies (an fd opened read-only on a ro mapping must not set times). */
+enum times_layout {
+	TIMES_TIMESPEC, /* utimensat: struct timespec[2] */
+	TIMES_TIMEVAL,  /* utimes/futimesat: struct timeval[2] */
+	TIMES_UTIMBUF,  /* utime: struct utimbuf */
+};
+
 static void handle_utimes(struct sup_call *c, int64_t dirfd, uint64_t path_addr, uint64_t times_addr,
-			  int kind, int flags)
+			  enum times_layout kind, int flags)
 {
 	struct timespec ts[2], *tsp = NULL;
 	char base[PATH_MAX];
@@ -798,9 +807,9 @@ static void handle_utimes(struct sup_call *c, int64_t dirfd, uint64_t path_addr,
 	int r;
 
 	if (times_addr) {
-		if (kind == 0) { /* utimensat: struct timespec[2] */
+		if (kind == TIMES_TIMESPEC) { /* utimensat: struct timespec[2] */
 			r = mem_read(c->tid, times_addr, ts, sizeof(ts));
-		} else if (kind == 1) { /* utimes/futimesat: struct timeval[2] */
+		} else if (kind == TIMES_TIMEVAL) { /* utimes/futimesat: struct timeval[2] */
 			struct timeval tv[2];
 			r = mem_read(c->tid, times_addr, tv, sizeof(tv));
 			for (int i = 0; i < 2 && r >= 0; i++)
@@ -815,7 +824,7 @@ static void handle_utimes(struct sup_call *c, int64_t dirfd, uint64_t path_addr,
 			return set_result(c, r);
 		tsp = ts;
 	}
-	if (path_addr == 0 && kind == 0) {
+	if (path_addr == 0 && kind == TIMES_TIMESPEC) {
 		char proc[64];
 		ssize_t n;
 
@@ -967,8 +976,10 @@ static void handle_fd_meta(struct sup_call *c)
 
 /* The four path xattr calls; the last two change the file. */
 enum xattr_op { XATTR_GET, XATTR_LIST, XATTR_SET, XATTR_REMOVE };
+/* The l* variants act on a symlink itself. */
+enum xattr_follow { XATTR_FOLLOW, XATTR_NOFOLLOW };
 
-static void handle_xattr(struct sup_call *c, bool nofollow, enum xattr_op op)
+static void handle_xattr(struct sup_call *c, enum xattr_follow follow, enum xattr_op op)
 {
 	char base[PATH_MAX], name[XATTR_NAME_MAX + 1], name_unused[NAME_MAX + 1], proc[64];
 	char value[XATTR_SIZE_MAX > 65536 ? 65536 : XATTR_SIZE_MAX];
@@ -993,7 +1004,7 @@ static void handle_xattr(struct sup_call *c, bool nofollow, enum xattr_op op)
 	}
 	if (prep_path(c, AT_FDCWD, ARG(c, 0), c->path, base, &caller) < 0)
 		return;
-	want = (op >= XATTR_SET ? VFS_WANT_WRITE : VFS_WANT_READ) | (nofollow ? VFS_WANT_NOFOLLOW : 0);
+	want = (op >= XATTR_SET ? VFS_WANT_WRITE : VFS_WANT_READ) | (follow == XATTR_NOFOLLOW ? VFS_WANT_NOFOLLOW : 0);
 	fd = vfs_resolve(c->s->vfs, &caller, c->path, want, name_unused, &c->verdict);
 	if (fd < 0)
 		return set_result(c, fd);
@@ -1271,152 +1282,291 @@ static void handle_pid_arg(struct sup_call *c)
 	deny(c, ESRCH, "the pid is not one of the sandbox's processes");
 }
 
-/* --- the switch ----------------------------------------------------------------------- */
+/* --- the handler table ------------------------------------------------------------------
+ * One row per notified syscall, indexed by its id: a row places the call's arguments for
+ * the handler it shares with its siblings (the *at form, the l* form), so adding a syscall
+ * is a row here after its CSV row. A notified syscall without a row falls to the filter's
+ * list of calls naming a pid, then fails closed (handle()); dispatch_handles() says which
+ * ids reach a handler, for the unit check that every notified row of the table has one.
+ */
+
+typedef void sc_handler(struct sup_call *c);
+
+#ifdef __NR_open
+static void sc_open(struct sup_call *c)
+{
+	do_open(c, AT_FDCWD, ARG(c, 0), (int)ARG(c, 1), (mode_t)ARG(c, 2), 0);
+}
+static void sc_creat(struct sup_call *c)
+{
+	do_open(c, AT_FDCWD, ARG(c, 0), O_CREAT | O_WRONLY | O_TRUNC, (mode_t)ARG(c, 1), 0);
+}
+static void sc_stat(struct sup_call *c)
+{
+	do_stat(c, AT_FDCWD, ARG(c, 0), ARG(c, 1), 0);
+}
+static void sc_lstat(struct sup_call *c)
+{
+	do_stat(c, AT_FDCWD, ARG(c, 0), ARG(c, 1), AT_SYMLINK_NOFOLLOW);
+}
+static void sc_access(struct sup_call *c)
+{
+	handle_access(c, AT_FDCWD, ARG(c, 0), (int)ARG(c, 1), 0);
+}
+static void sc_readlink(struct sup_call *c)
+{
+	handle_readlink(c, AT_FDCWD, ARG(c, 0), ARG(c, 1), (int64_t)ARG(c, 2));
+}
+static void sc_mkdir(struct sup_call *c)
+{
+	handle_mkdir(c, AT_FDCWD, ARG(c, 0), (mode_t)ARG(c, 1));
+}
+static void sc_mknod(struct sup_call *c)
+{
+	handle_mknod(c, AT_FDCWD, ARG(c, 0), (mode_t)ARG(c, 1), (dev_t)ARG(c, 2));
+}
+static void sc_unlink(struct sup_call *c)
+{
+	handle_unlink(c, AT_FDCWD, ARG(c, 0), 0);
+}
+static void sc_rmdir(struct sup_call *c)
+{
+	handle_unlink(c, AT_FDCWD, ARG(c, 0), AT_REMOVEDIR);
+}
+static void sc_rename(struct sup_call *c)
+{
+	handle_two_paths(c, AT_FDCWD, ARG(c, 0), AT_FDCWD, ARG(c, 1), 0, TWO_PATHS_RENAME);
+}
+static void sc_link(struct sup_call *c)
+{
+	handle_two_paths(c, AT_FDCWD, ARG(c, 0), AT_FDCWD, ARG(c, 1), 0, TWO_PATHS_LINK);
+}
+static void sc_symlink(struct sup_call *c)
+{
+	handle_symlink(c, ARG(c, 0), AT_FDCWD, ARG(c, 1));
+}
+static void sc_chmod(struct sup_call *c)
+{
+	handle_chmod(c, AT_FDCWD, ARG(c, 0), (mode_t)ARG(c, 1), 0);
+}
+static void sc_chown(struct sup_call *c)
+{
+	handle_chown(c, AT_FDCWD, ARG(c, 0), (uid_t)ARG(c, 1), (gid_t)ARG(c, 2), 0);
+}
+static void sc_lchown(struct sup_call *c)
+{
+	handle_chown(c, AT_FDCWD, ARG(c, 0), (uid_t)ARG(c, 1), (gid_t)ARG(c, 2), AT_SYMLINK_NOFOLLOW);
+}
+static void sc_utime(struct sup_call *c)
+{
+	handle_utimes(c, AT_FDCWD, ARG(c, 0), ARG(c, 1), TIMES_UTIMBUF, 0);
+}
+static void sc_utimes(struct sup_call *c)
+{
+	handle_utimes(c, AT_FDCWD, ARG(c, 0), ARG(c, 1), TIMES_TIMEVAL, 0);
+}
+static void sc_futimesat(struct sup_call *c)
+{
+	handle_utimes(c, (int64_t)ARG(c, 0), ARG(c, 1), ARG(c, 2), TIMES_TIMEVAL, 0);
+}
+static void sc_getdents(struct sup_call *c)
+{
+	/* glibc uses getdents64 only; the legacy layout is not filtered. */
+	deny(c, ENOSYS, "legacy getdents is not emulated (use getdents64)");
+}
+#endif
+static void sc_openat(struct sup_call *c)
+{
+	do_open(c, (int64_t)ARG(c, 0), ARG(c, 1), (int)ARG(c, 2), (mode_t)ARG(c, 3), 0);
+}
+static void sc_newfstatat(struct sup_call *c)
+{
+	do_stat(c, (int64_t)ARG(c, 0), ARG(c, 1), ARG(c, 2), (int)ARG(c, 3));
+}
+static void sc_faccessat(struct sup_call *c)
+{
+	handle_access(c, (int64_t)ARG(c, 0), ARG(c, 1), (int)ARG(c, 2), 0);
+}
+static void sc_faccessat2(struct sup_call *c)
+{
+	handle_access(c, (int64_t)ARG(c, 0), ARG(c, 1), (int)ARG(c, 2), (int)ARG(c, 3));
+}
+static void sc_readlinkat(struct sup_call *c)
+{
+	handle_readlink(c, (int64_t)ARG(c, 0), ARG(c, 1), ARG(c, 2), (int64_t)ARG(c, 3));
+}
+static void sc_mkdirat(struct sup_call *c)
+{
+	handle_mkdir(c, (int64_t)ARG(c, 0), ARG(c, 1), (mode_t)ARG(c, 2));
+}
+static void sc_mknodat(struct sup_call *c)
+{
+	handle_mknod(c, (int64_t)ARG(c, 0), ARG(c, 1), (mode_t)ARG(c, 2), (dev_t)ARG(c, 3));
+}
+static void sc_unlinkat(struct sup_call *c)
+{
+	handle_unlink(c, (int64_t)ARG(c, 0), ARG(c, 1), (int)ARG(c, 2));
+}
+static void sc_renameat(struct sup_call *c)
+{
+	handle_two_paths(c, (int64_t)ARG(c, 0), ARG(c, 1), (int64_t)ARG(c, 2), ARG(c, 3), 0,
+			 TWO_PATHS_RENAME);
+}
+static void sc_renameat2(struct sup_call *c)
+{
+	handle_two_paths(c, (int64_t)ARG(c, 0), ARG(c, 1), (int64_t)ARG(c, 2), ARG(c, 3),
+			 (unsigned)ARG(c, 4), TWO_PATHS_RENAME);
+}
+static void sc_linkat(struct sup_call *c)
+{
+	handle_two_paths(c, (int64_t)ARG(c, 0), ARG(c, 1), (int64_t)ARG(c, 2), ARG(c, 3),
+			 (unsigned)ARG(c, 4), TWO_PATHS_LINK);
+}
+static void sc_symlinkat(struct sup_call *c)
+{
+	handle_symlink(c, ARG(c, 0), (int64_t)ARG(c, 1), ARG(c, 2));
+}
+static void sc_fchmodat(struct sup_call *c)
+{
+	handle_chmod(c, (int64_t)ARG(c, 0), ARG(c, 1), (mode_t)ARG(c, 2), 0);
+}
+static void sc_fchmodat2(struct sup_call *c)
+{
+	handle_chmod(c, (int64_t)ARG(c, 0), ARG(c, 1), (mode_t)ARG(c, 2), (int)ARG(c, 3));
+}
+static void sc_fchownat(struct sup_call *c)
+{
+	handle_chown(c, (int64_t)ARG(c, 0), ARG(c, 1), (uid_t)ARG(c, 2), (gid_t)ARG(c, 3),
+		     (int)ARG(c, 4));
+}
+static void sc_utimensat(struct sup_call *c)
+{
+	handle_utimes(c, (int64_t)ARG(c, 0), ARG(c, 1), ARG(c, 2), TIMES_TIMESPEC, (int)ARG(c, 3));
+}
+static void sc_execve(struct sup_call *c)
+{
+	handle_exec(c, AT_FDCWD, ARG(c, 0), 0);
+}
+static void sc_execveat(struct sup_call *c)
+{
+	handle_exec(c, (int64_t)ARG(c, 0), ARG(c, 1), (int)ARG(c, 4));
+}
+
+/* The path xattr calls; the fd forms go through handle_fd_meta(). */
+#define XATTR_ROW(name, follow, op)                 \
+	static void sc_##name(struct sup_call *c) \
+	{                                         \
+		handle_xattr(c, follow, op);      \
+	}
+XATTR_ROW(getxattr, XATTR_FOLLOW, XATTR_GET)
+XATTR_ROW(lgetxattr, XATTR_NOFOLLOW, XATTR_GET)
+XATTR_ROW(listxattr, XATTR_FOLLOW, XATTR_LIST)
+XATTR_ROW(llistxattr, XATTR_NOFOLLOW, XATTR_LIST)
+XATTR_ROW(setxattr, XATTR_FOLLOW, XATTR_SET)
+XATTR_ROW(lsetxattr, XATTR_NOFOLLOW, XATTR_SET)
+XATTR_ROW(removexattr, XATTR_FOLLOW, XATTR_REMOVE)
+XATTR_ROW(lremovexattr, XATTR_NOFOLLOW, XATTR_REMOVE)
+#undef XATTR_ROW
+
+static void sc_net(struct sup_call *c)
+{
+	/* sock.c's state is shared with the main loop (deferred connects, DNS) */
+	pthread_mutex_lock(&c->s->lock);
+	handle_net(c);
+	pthread_mutex_unlock(&c->s->lock);
+}
+
+static sc_handler *const handlers[_SC_ID_MAX] = {
+#ifdef __NR_open
+	[SC_open] = sc_open,
+	[SC_creat] = sc_creat,
+	[SC_stat] = sc_stat,
+	[SC_lstat] = sc_lstat,
+	[SC_access] = sc_access,
+	[SC_readlink] = sc_readlink,
+	[SC_mkdir] = sc_mkdir,
+	[SC_mknod] = sc_mknod,
+	[SC_unlink] = sc_unlink,
+	[SC_rmdir] = sc_rmdir,
+	[SC_rename] = sc_rename,
+	[SC_link] = sc_link,
+	[SC_symlink] = sc_symlink,
+	[SC_chmod] = sc_chmod,
+	[SC_chown] = sc_chown,
+	[SC_lchown] = sc_lchown,
+	[SC_utime] = sc_utime,
+	[SC_utimes] = sc_utimes,
+	[SC_futimesat] = sc_futimesat,
+	[SC_getdents] = sc_getdents,
+#endif
+	[SC_openat] = sc_openat,
+	[SC_openat2] = handle_openat2,
+	[SC_newfstatat] = sc_newfstatat,
+	[SC_statx] = handle_statx,
+	[SC_faccessat] = sc_faccessat,
+	[SC_faccessat2] = sc_faccessat2,
+	[SC_readlinkat] = sc_readlinkat,
+	[SC_mkdirat] = sc_mkdirat,
+	[SC_mknodat] = sc_mknodat,
+	[SC_unlinkat] = sc_unlinkat,
+	[SC_renameat] = sc_renameat,
+	[SC_renameat2] = sc_renameat2,
+	[SC_linkat] = sc_linkat,
+	[SC_symlinkat] = sc_symlinkat,
+	[SC_fchmodat] = sc_fchmodat,
+	[SC_fchmodat2] = sc_fchmodat2,
+	[SC_fchownat] = sc_fchownat,
+	[SC_truncate] = handle_truncate,
+	[SC_utimensat] = sc_utimensat,
+	[SC_statfs] = handle_statfs,
+	[SC_getxattr] = sc_getxattr,
+	[SC_lgetxattr] = sc_lgetxattr,
+	[SC_listxattr] = sc_listxattr,
+	[SC_llistxattr] = sc_llistxattr,
+	[SC_setxattr] = sc_setxattr,
+	[SC_lsetxattr] = sc_lsetxattr,
+	[SC_removexattr] = sc_removexattr,
+	[SC_lremovexattr] = sc_lremovexattr,
+	[SC_fchmod] = handle_fd_meta,
+	[SC_fchown] = handle_fd_meta,
+	[SC_fsetxattr] = handle_fd_meta,
+	[SC_fremovexattr] = handle_fd_meta,
+	[SC_inotify_add_watch] = handle_inotify_add_watch,
+	[SC_getdents64] = handle_getdents64,
+	[SC_chdir] = handle_chdir,
+	[SC_execve] = sc_execve,
+	[SC_execveat] = sc_execveat,
+	[SC_prctl] = handle_prctl,
+	[SC_personality] = handle_personality,
+	[SC_connect] = sc_net,
+	[SC_bind] = sc_net,
+	[SC_listen] = sc_net,
+	[SC_sendto] = sc_net,
+	[SC_sendmsg] = sc_net,
+	[SC_sendmmsg] = sc_net,
+};
+
+static sc_handler *handler_of(const struct sc_entry *e)
+{
+	return e->id >= 0 && e->id < _SC_ID_MAX ? handlers[e->id] : NULL;
+}
+
+bool dispatch_handles(const struct sc_entry *e)
+{
+	/* prlimit64, sched_*, ...: the filter's own list of calls naming a pid */
+	return handler_of(e) != NULL || sup_filter_names_pid(e);
+}
 
 static void handle(struct sup_call *c)
 {
-	switch (c->e->id) {
-#ifdef __NR_open
-	case SC_open:
-		return do_open(c, AT_FDCWD, ARG(c, 0), (int)ARG(c, 1), (mode_t)ARG(c, 2), 0);
-	case SC_creat:
-		return do_open(c, AT_FDCWD, ARG(c, 0), O_CREAT | O_WRONLY | O_TRUNC, (mode_t)ARG(c, 1), 0);
-	case SC_stat:
-		return do_stat(c, AT_FDCWD, ARG(c, 0), ARG(c, 1), 0);
-	case SC_lstat:
-		return do_stat(c, AT_FDCWD, ARG(c, 0), ARG(c, 1), AT_SYMLINK_NOFOLLOW);
-	case SC_access:
-		return handle_access(c, AT_FDCWD, ARG(c, 0), (int)ARG(c, 1), 0);
-	case SC_readlink:
-		return handle_readlink(c, AT_FDCWD, ARG(c, 0), ARG(c, 1), (int64_t)ARG(c, 2));
-	case SC_mkdir:
-		return handle_mkdir(c, AT_FDCWD, ARG(c, 0), (mode_t)ARG(c, 1));
-	case SC_mknod:
-		return handle_mknod(c, AT_FDCWD, ARG(c, 0), (mode_t)ARG(c, 1), (dev_t)ARG(c, 2));
-	case SC_unlink:
-		return handle_unlink(c, AT_FDCWD, ARG(c, 0), 0);
-	case SC_rmdir:
-		return handle_unlink(c, AT_FDCWD, ARG(c, 0), AT_REMOVEDIR);
-	case SC_rename:
-		return handle_two_paths(c, AT_FDCWD, ARG(c, 0), AT_FDCWD, ARG(c, 1), 0, false);
-	case SC_link:
-		return handle_two_paths(c, AT_FDCWD, ARG(c, 0), AT_FDCWD, ARG(c, 1), 0, true);
-	case SC_symlink:
-		return handle_symlink(c, ARG(c, 0), AT_FDCWD, ARG(c, 1));
-	case SC_chmod:
-		return handle_chmod(c, AT_FDCWD, ARG(c, 0), (mode_t)ARG(c, 1), 0);
-	case SC_chown:
-		return handle_chown(c, AT_FDCWD, ARG(c, 0), (uid_t)ARG(c, 1), (gid_t)ARG(c, 2), 0);
-	case SC_lchown:
-		return handle_chown(c, AT_FDCWD, ARG(c, 0), (uid_t)ARG(c, 1), (gid_t)ARG(c, 2),
-				    AT_SYMLINK_NOFOLLOW);
-	case SC_utime:
-		return handle_utimes(c, AT_FDCWD, ARG(c, 0), ARG(c, 1), 2, 0);
-	case SC_utimes:
-		return handle_utimes(c, AT_FDCWD, ARG(c, 0), ARG(c, 1), 1, 0);
-	case SC_futimesat:
-		return handle_utimes(c, (int64_t)ARG(c, 0), ARG(c, 1), ARG(c, 2), 1, 0);
-	case SC_getdents:
-		/* glibc uses getdents64 only; the legacy layout is not filtered. */
-		return deny(c, ENOSYS, "legacy getdents is not emulated (use getdents64)");
-#endif
-	case SC_openat:
-		return do_open(c, (int64_t)ARG(c, 0), ARG(c, 1), (int)ARG(c, 2), (mode_t)ARG(c, 3), 0);
-	case SC_openat2:
-		return handle_openat2(c);
-	case SC_newfstatat:
-		return do_stat(c, (int64_t)ARG(c, 0), ARG(c, 1), ARG(c, 2), (int)ARG(c, 3));
-	case SC_statx:
-		return handle_statx(c);
-	case SC_faccessat:
-		return handle_access(c, (int64_t)ARG(c, 0), ARG(c, 1), (int)ARG(c, 2), 0);
-	case SC_faccessat2:
-		return handle_access(c, (int64_t)ARG(c, 0), ARG(c, 1), (int)ARG(c, 2), (int)ARG(c, 3));
-	case SC_readlinkat:
-		return handle_readlink(c, (int64_t)ARG(c, 0), ARG(c, 1), ARG(c, 2), (int64_t)ARG(c, 3));
-	case SC_mkdirat:
-		return handle_mkdir(c, (int64_t)ARG(c, 0), ARG(c, 1), (mode_t)ARG(c, 2));
-	case SC_mknodat:
-		return handle_mknod(c, (int64_t)ARG(c, 0), ARG(c, 1), (mode_t)ARG(c, 2), (dev_t)ARG(c, 3));
-	case SC_unlinkat:
-		return handle_unlink(c, (int64_t)ARG(c, 0), ARG(c, 1), (int)ARG(c, 2));
-	case SC_renameat:
-		return handle_two_paths(c, (int64_t)ARG(c, 0), ARG(c, 1), (int64_t)ARG(c, 2), ARG(c, 3),
-					0, false);
-	case SC_renameat2:
-		return handle_two_paths(c, (int64_t)ARG(c, 0), ARG(c, 1), (int64_t)ARG(c, 2), ARG(c, 3),
-					(unsigned)ARG(c, 4), false);
-	case SC_linkat:
-		return handle_two_paths(c, (int64_t)ARG(c, 0), ARG(c, 1), (int64_t)ARG(c, 2), ARG(c, 3),
-					(unsigned)ARG(c, 4), true);
-	case SC_symlinkat:
-		return handle_symlink(c, ARG(c, 0), (int64_t)ARG(c, 1), ARG(c, 2));
-	case SC_fchmodat:
-		return handle_chmod(c, (int64_t)ARG(c, 0), ARG(c, 1), (mode_t)ARG(c, 2), 0);
-	case SC_fchmodat2:
-		return handle_chmod(c, (int64_t)ARG(c, 0), ARG(c, 1), (mode_t)ARG(c, 2), (int)ARG(c, 3));
-	case SC_fchownat:
-		return handle_chown(c, (int64_t)ARG(c, 0), ARG(c, 1), (uid_t)ARG(c, 2), (gid_t)ARG(c, 3),
-				    (int)ARG(c, 4));
-	case SC_truncate:
-		return handle_truncate(c);
-	case SC_utimensat:
-		return handle_utimes(c, (int64_t)ARG(c, 0), ARG(c, 1), ARG(c, 2), 0, (int)ARG(c, 3));
-	case SC_statfs:
-		return handle_statfs(c);
-	case SC_getxattr:
-		return handle_xattr(c, false, XATTR_GET);
-	case SC_lgetxattr:
-		return handle_xattr(c, true, XATTR_GET);
-	case SC_listxattr:
-		return handle_xattr(c, false, XATTR_LIST);
-	case SC_llistxattr:
-		return handle_xattr(c, true, XATTR_LIST);
-	case SC_setxattr:
-		return handle_xattr(c, false, XATTR_SET);
-	case SC_lsetxattr:
-		return handle_xattr(c, true, XATTR_SET);
-	case SC_removexattr:
-		return handle_xattr(c, false, XATTR_REMOVE);
-	case SC_lremovexattr:
-		return handle_xattr(c, true, XATTR_REMOVE);
-	case SC_fchmod:
-	case SC_fchown:
-	case SC_fsetxattr:
-	case SC_fremovexattr:
-		return handle_fd_meta(c);
-	case SC_inotify_add_watch:
-		return handle_inotify_add_watch(c);
-	case SC_getdents64:
-		return handle_getdents64(c);
-	case SC_chdir:
-		return handle_chdir(c);
-	case SC_execve:
-		return handle_exec(c, AT_FDCWD, ARG(c, 0), 0);
-	case SC_execveat:
-		return handle_exec(c, (int64_t)ARG(c, 0), ARG(c, 1), (int)ARG(c, 4));
-	case SC_prctl:
-		return handle_prctl(c);
-	case SC_personality:
-		return handle_personality(c);
-	case SC_connect:
-	case SC_bind:
-	case SC_listen:
-	case SC_sendto:
-	case SC_sendmsg:
-	case SC_sendmmsg:
-		/* sock.c's state is shared with the main loop (deferred connects, DNS) */
-		pthread_mutex_lock(&c->s->lock);
-		handle_net(c);
-		pthread_mutex_unlock(&c->s->lock);
-		return;
-	default:
-		/* prlimit64, sched_*, ...: the filter's own list of calls naming a pid */
-		if (sup_filter_names_pid(c->e))
-			return handle_pid_arg(c);
-		/* A syscall the table notifies but no handler knows: fail closed. */
-		return deny(c, ENOSYS, "no handler for this notified syscall");
-	}
+	sc_handler *h = handler_of(c->e);
+
+	if (h)
+		return h(c);
+	if (sup_filter_names_pid(c->e))
+		return handle_pid_arg(c);
+	/* A syscall the table notifies but no handler knows: fail closed. */
+	deny(c, ENOSYS, "no handler for this notified syscall");
 }
 
 /* --- reply and account ---------------------------------------------------------------- */

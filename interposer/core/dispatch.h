@@ -112,6 +112,9 @@ struct sup_call {
 
 /* Answer one notification; tc is the calling notifier thread's own cache. */
 void dispatch_one(struct sup_ctx *s, const struct seccomp_notif *req, struct tracee_cache *tc);
+/* Whether a notification for this syscall reaches a handler (a row of dispatch.c's table or
+ * the filter's list of calls naming a pid) rather than the fail-closed ENOSYS. Pure. */
+bool dispatch_handles(const struct sc_entry *e);
 /* Close what a tracee cache holds open. */
 void tracee_cache_free(struct tracee_cache *tc);
 /* The calling thread's fd as one of ours (same open file description), or -errno. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Path normalization and glob matching (vfs/table.c): the input is split at its first
+ * Path normalization and glob matching (vfs/glob.c): the input is split at its first
  * two NUL bytes into base, path and pattern (missing parts are empty). Checks what must
  * hold for any input: a normalized path is absolute, has no "." or ".." component, no
  * "//" and no trailing "/"; normalizing it again changes nothing; a pattern without

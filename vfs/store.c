@@ -1,0 +1,221 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The backing store: the run's private directories (made, flock()ed for as long as the
+ * run lives, swept when their run died without removing them), the namespaced mode's
+ * skeleton tree of mount points, and the sized tmpfs mounts. Everything here touches the
+ * host filesystem; nothing here decides.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "macros.h"
+#include "vfs-internal.h"
+
+void vfs__rm_rf_at(int dfd, const char *name)
+{
+	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d;
+	struct dirent *de;
+
+	if (fd < 0) {
+		unlinkat(dfd, name, 0);
+		return;
+	}
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d)))
+		if (!streq(de->d_name, ".") && !streq(de->d_name, ".."))
+			vfs__rm_rf_at(dirfd(d), de->d_name);
+	closedir(d);
+	unlinkat(dfd, name, AT_REMOVEDIR);
+}
+
+/*
+ * A run's private directories (/tmp/moat-vfs-*, /dev/shm/moat-root-*) are removed by
+ * vfs_free(), which a supervisor killed by SIGKILL (the OOM killer, a CI timeout) never
+ * reaches; what its sandbox wrote to /tmp would stay on the host for good. So each
+ * directory is flock()ed for as long as its run lives, through an fd the vfs keeps (and
+ * the keeper inherits), and every vfs_finalize() first removes the directories of its
+ * kind that nobody holds any more. Only directories of our own user are touched, never
+ * through a symlink, and none younger than SWEEP_GRACE_S: its creator may be between
+ * mkdtemp() and flock().
+ */
+#define SWEEP_GRACE_S 10
+
+/* An fd of dfd/name holding its exclusive lock, or -errno (-EWOULDBLOCK: a run holds it). */
+int vfs__lock_private(int dfd, const char *name)
+{
+	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return negative_errno();
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int r = negative_errno();
+
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+void vfs__sweep_stale(const char *parent, const char *prefix)
+{
+	size_t pl = strlen(prefix);
+	DIR *d = opendir(parent);
+	struct dirent *de;
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		struct stat st;
+		int fd;
+
+		/* mkdtemp's names: the prefix and six characters */
+		if (strncmp(de->d_name, prefix, pl) != 0 || strlen(de->d_name) != pl + 6)
+			continue;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+		    time(NULL) - st.st_mtime < SWEEP_GRACE_S)
+			continue;
+		fd = vfs__lock_private(dirfd(d), de->d_name);
+		if (fd < 0)
+			continue;
+		vfs__rm_rf_at(dirfd(d), de->d_name);
+		close(fd);
+	}
+	closedir(d);
+}
+
+int vfs__private_path(struct vfs *v, const char *prefix, char **ret)
+{
+	if (asprintf(ret, "%s/%s%u", v->private_dir, prefix, v->n_private++) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+/*
+ * Where the namespaced skeleton goes. It is dozens of empty directories and mount points
+ * made and removed on every run, holding nothing of the sandbox's: on a disk-backed /tmp
+ * that costs milliseconds each way (ext4 journals every rmdir; about 3 ms of a 30 ms
+ * /bin/true here), on a tmpfs microseconds. So /dev/shm when it is a tmpfs we may write
+ * to; next to the other private files otherwise. (The tmpfs backings stay in the
+ * private dir: the sandbox's /tmp can be large, and /dev/shm is often small.)
+ */
+int vfs__skeleton_path(struct vfs *v, char **ret)
+{
+	char tmpl[] = "/dev/shm/moat-root-XXXXXX";
+	struct statfs sf;
+
+	if (statfs("/dev/shm", &sf) == 0 && sf.f_type == TMPFS_MAGIC) {
+		vfs__sweep_stale("/dev/shm", "moat-root-");
+		if (mkdtemp(tmpl)) {
+			v->skeleton_dir = strdup(tmpl);
+			if (!v->skeleton_dir || asprintf(ret, "%s/root", tmpl) < 0)
+				return -ENOMEM;
+			v->skeleton_lock = vfs__lock_private(AT_FDCWD, tmpl);
+			return v->skeleton_lock < 0 ? v->skeleton_lock : 0;
+		}
+	}
+	return vfs__private_path(v, "root", ret);
+}
+
+/* mkdir -p of rel (absolute, "/a/b") below base, a private directory of ours. */
+int vfs__skel_mkdirs(const char *base, const char *rel)
+{
+	char p[PATH_MAX];
+
+	if ((size_t)snprintf(p, sizeof(p), "%s%s", base, rel) >= sizeof(p))
+		return -ENAMETOOLONG;
+	for (char *s = p + strlen(base) + 1; ; s++) {
+		if (*s == '/' || *s == '\0') {
+			char c = *s;
+
+			*s = '\0';
+			if (mkdir(p, 0755) < 0 && errno != EEXIST)
+				return -errno;
+			*s = c;
+			if (!c)
+				break;
+		}
+	}
+	return 0;
+}
+
+/* A mount point in the skeleton: same type as the source, so a bind mount fits on it;
+ * symlink sources become the same symlink (a symlink cannot be bind-mounted). */
+int vfs__skel_mountpoint(const char *base, const char *rel, const struct vfs__rule *m,
+                           const struct stat *st)
+{
+	char p[PATH_MAX], target[PATH_MAX];
+	ssize_t n;
+	int fd;
+
+	if ((size_t)snprintf(p, sizeof(p), "%s%s", base, rel) >= sizeof(p))
+		return -ENAMETOOLONG;
+	if (m->root_is_link) {
+		n = readlinkat(m->root_fd, "", target, sizeof(target) - 1);
+		if (n < 0)
+			return -errno;
+		target[n] = '\0';
+		if (symlink(target, p) < 0 && errno != EEXIST)
+			return -errno;
+	} else if (S_ISDIR(st->st_mode)) {
+		if (mkdir(p, 0755) < 0 && errno != EEXIST)
+			return -errno;
+	} else {
+		fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+		if (fd < 0)
+			return -errno;
+		close(fd);
+	}
+	return 0;
+}
+
+int vfs__write_file(const char *path, const char *data, size_t n)
+{
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+
+	if (fd < 0)
+		return -errno;
+	while (n) {
+		ssize_t w = write(fd, data, n);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		data += w;
+		n -= w;
+	}
+	return 0;
+}
+
+/* A tmpfs of the directive's SIZE over its backing directory (SIZE as tmpfs reads it:
+ * bytes, k, m, g or a % of memory). */
+int vfs__mount_sized(struct vfs__rule *a)
+{
+	char opts[96];
+
+	if ((size_t)snprintf(opts, sizeof(opts), "size=%s,mode=1777", a->size) >= sizeof(opts))
+		return -EINVAL;
+	if (mount("tmpfs", a->host, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+		return negative_errno();
+	a->mounted = true;
+	return 0;
+}
