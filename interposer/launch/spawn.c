@@ -742,7 +742,11 @@ _noreturn_ static void keeper_main(struct spawn_plan *p)
 	if (p->wait_argv && !(p->argv = recv_argv(p->sync_fd)))
 		child_fail(p->sync_fd, STAGE_SYNC, EPROTO);
 
-	cmd = fork();
+	/* Not fork(): the keeper came from a raw clone of a process with threads (the
+	 * audit writer, the notifiers), so a malloc arena another thread held at that
+	 * moment stays locked here forever, and glibc's fork() takes every arena lock
+	 * first: it would wait for good. A raw clone takes none. */
+	cmd = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, 0);
 	if (cmd < 0)
 		child_fail(p->sync_fd, STAGE_FORK, errno);
 	if (cmd == 0)
