@@ -22,6 +22,12 @@ skip_all() { echo "1..0 # SKIP $1"; exit 0; }
 # ok EXIT_STATUS_OF_A_TEST "name" [diag]
 ok() { if [ "$1" -eq 0 ]; then pass "$2"; else fail "$2" "${3:-}"; fi; }
 finish() { [ "$_tap_failed" -eq 0 ]; exit $?; }
+# --cow mounts an overlay as root: skip the whole test, with the reason, where it cannot.
+need_cow() {
+	[ "$(id -u)" -eq 0 ] || skip_all "--cow mounts an overlay: needs root"
+	grep -qw overlay /proc/filesystems || modprobe overlay 2>/dev/null
+	grep -qw overlay /proc/filesystems || skip_all "no overlayfs in this kernel"
+}
 
 # A scratch directory removed at exit; processes we started are ended by pid.
 TMP=$(mktemp -d /tmp/moat-test.XXXXXX)

@@ -9,9 +9,7 @@
 MODES="namespaced unnamespaced"
 plan 6
 
-[ "$(id -u)" -eq 0 ] || skip_all "--cow mounts an overlay: needs root"
-grep -qw overlay /proc/filesystems || modprobe overlay 2>/dev/null
-grep -qw overlay /proc/filesystems || skip_all "no overlayfs in this kernel"
+need_cow
 
 cd "$TMP"
 for m in $MODES; do

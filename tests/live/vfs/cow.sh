@@ -11,9 +11,7 @@
 MODES="namespaced unnamespaced"
 plan 21
 
-[ "$(id -u)" -eq 0 ] || skip_all "--cow mounts an overlay: needs root"
-grep -qw overlay /proc/filesystems || modprobe overlay 2>/dev/null
-grep -qw overlay /proc/filesystems || skip_all "no overlayfs in this kernel"
+need_cow
 command -v python3 >/dev/null || skip_all "python3 is needed to apply the export"
 
 cd "$TMP"
