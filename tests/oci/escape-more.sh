@@ -23,11 +23,28 @@ for a in mkfifo nslookup timeout; do ln -sf busybox "$R/bin/$a"; done
 cp "$OCI_PROBE" "$R/bin/probe"
 cp "$OCI_FD_META_RACE" "$R/bin/fd-meta-race"
 podman_image
-plan 21
+plan 22
 
 # rrun ARGS...: the control, under plain runc, stdout and stderr together.
 rrun() { timeout 60 "${P[@]}" "${RUN[@]}" --runtime runc "$@" 2>&1; }
 pol() { printf 'run.moat.policy=moat-policy 1; %s' "$1"; }
+
+# --- the container's own seccomp profile ---------------------------------------------
+# openat allowed by default and refused only with O_CREAT: libseccomp cannot hold that
+# refusal beside moat's notify, and leaving openat out of the notify set would let every
+# open run natively, unseen by moat. The container must not run at all (its
+# hidden file would be read) - under runc it reads it.
+cat >"$TMP/condprofile.json" <<'JSON'
+{"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [{"names": ["openat"],
+ "action": "SCMP_ACT_ERRNO", "args": [{"index": 2, "value": 64, "valueTwo": 64,
+ "op": "SCMP_CMP_MASKED_EQ"}]}]}
+JSON
+ctl=$(rrun --security-opt seccomp="$TMP/condprofile.json" "$IMG" cat /secret/.env)
+out=$(mrun --security-opt seccomp="$TMP/condprofile.json" "$IMG" sh -c 'cat /secret/.env; echo ran')
+[ "$ctl" = "TOKEN=topsecret" ] && ! grep -q topsecret <<<"$out" && ! grep -q '^ran' <<<"$out" &&
+	grep -q 'refuses it on argument conditions' "$TMP/err"
+ok $? "a profile allowing openat by default and refusing it on a condition: the container does not start (runc reads the hidden file: $ctl)" \
+	"$(diag "$out")"
 
 # --- FIFO -----------------------------------------------------------------------------
 # A FIFO named .env (hidden by the container profile) in a host directory bound at
