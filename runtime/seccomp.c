@@ -8,9 +8,17 @@
  *     container's denial wins;
  *   - the container allows it unconditionally, or by default: moat's action replaces
  *     the allow;
- *   - the container allows it on argument conditions: a notify keeps those conditions
- *     (the call reaches moat only where the container would have allowed it); a deny
- *     or kill replaces them.
+ *   - the container allows it on argument conditions, and refuses it otherwise: a
+ *     notify keeps those conditions (the call reaches moat only where the container
+ *     would have allowed it); a deny or kill replaces them.
+ * libseccomp, which runc and crun hand the profile to, lets an unconditional rule for a
+ * syscall swallow every conditional rule for it, whatever their actions. So where the
+ * container allows a notified syscall by default (no unconditional rule) and refuses it
+ * on argument conditions, no set of rules gives "refused where the container says,
+ * notified elsewhere": that profile is refused (an unconditional notify would drop the
+ * container's denial, leaving the calls native would bypass moat).
+ * sendto is notified only with an address, as in moat's own filter (send() is sendto
+ * with none, and the supervisor needs one): two disjoint rules on args[4].
  * Rows moat checks by register values (SC_ARGS: clone's namespace flags, TIOCSTI, ...)
  * are left to the container's profile, whose defaults refuse the same things.
  */
@@ -46,6 +54,18 @@ static bool has_args(json_t *rule)
 	json_t *a = json_object_get(rule, "args");
 
 	return json_is_array(a) && json_array_size(a) > 0;
+}
+
+/* args[4] of sendto (the address) compared with 0 by op, appended to rule's args. */
+static void add_addr_cond(json_t *rule, const char *op)
+{
+	json_t *args = json_object_get(rule, "args");
+
+	if (!json_is_array(args)) {
+		args = json_array();
+		json_object_set_new(rule, "args", args);
+	}
+	json_array_append_new(args, json_pack("{s:i,s:i,s:s}", "index", 4, "value", 0, "op", op));
 }
 
 /* The bucket rule of moat's for action (and errno), appended on first use. */
@@ -111,11 +131,13 @@ int oci_seccomp_merge(json_t *config, const char *listener_path, char *err, size
 	for (int id = 0; id < _SC_ID_MAX; id++) {
 		const struct sc_entry *e = sc_by_id(arch, (enum sc_id)id);
 		const char *action;
-		bool refused = false, listed = false, uncond_allow = false;
+		bool refused = false, listed = false, uncond_allow = false, cond_refuse = false;
+		bool by_addr;
 		size_t n_rules = json_array_size(rules);
 
 		if (!e || e->nr < 0)
 			continue;
+		by_addr = e->id == SC_sendto;
 		switch (e->handling) {
 		case SC_NOTIFY:
 			action = "SCMP_ACT_NOTIFY";
@@ -138,11 +160,23 @@ int oci_seccomp_merge(json_t *config, const char *listener_path, char *err, size
 				refused = true;
 			else if (!has_args(r))
 				uncond_allow = true;
+			else if (!is_allow(json_string_value(json_object_get(r, "action"))))
+				cond_refuse = true;
 		}
-		if (!listed && is_allow(dflt))
-			uncond_allow = true;
 		if (refused || (!listed && !is_allow(dflt)))
 			continue;
+		if (!uncond_allow && is_allow(dflt)) {
+			if (cond_refuse && e->handling == SC_NOTIFY) {
+				snprintf(err, errlen, "the container's seccomp profile allows %s by "
+					 "default and refuses it on argument conditions: moat cannot "
+					 "add its notify to that without dropping the refusal (make the "
+					 "default refuse it, or allow it unconditionally)", e->name);
+				json_decref(added);
+				return -EINVAL;
+			}
+			/* a conditional allow adds nothing to the default */
+			uncond_allow = true;
+		}
 		/* Take the name out of the container's allow rules; a conditional allow
 		 * becomes a conditional notify. */
 		for (i = 0; i < n_rules; i++) {
@@ -155,19 +189,42 @@ int oci_seccomp_merge(json_t *config, const char *listener_path, char *err, size
 			    !names_has(names, e->name, &at))
 				continue;
 			json_array_remove(names, at);
-			if (has_args(r) && e->handling == SC_NOTIFY) {
+			if (has_args(r) && !uncond_allow && e->handling == SC_NOTIFY) {
 				json_t *c = json_deep_copy(r);
 
 				json_object_set_new(c, "names", json_pack("[s]", e->name));
 				json_object_set_new(c, "action", json_string(action));
+				if (by_addr) {
+					/* without an address, still the container's allow */
+					json_t *a = json_deep_copy(c);
+
+					json_object_set(a, "action", json_object_get(r, "action"));
+					add_addr_cond(a, "SCMP_CMP_EQ");
+					json_array_append_new(added, a);
+					add_addr_cond(c, "SCMP_CMP_NE");
+				}
 				json_array_append_new(added, c);
 			}
 		}
-		/* Allowed only on conditions: a notify stays under them (above). */
-		if (uncond_allow || e->handling != SC_NOTIFY)
+		if (by_addr && uncond_allow && e->handling == SC_NOTIFY) {
+			json_t *c = json_pack("{s:[s],s:s}", "names", e->name, "action", action);
+
+			add_addr_cond(c, "SCMP_CMP_NE");
+			json_array_append_new(added, c);
+			/* an allowing default takes the calls without an address; a rule with
+			 * the default's action would be refused by libseccomp */
+			if (!is_allow(dflt)) {
+				c = json_pack("{s:[s],s:s}", "names", e->name, "action",
+					      "SCMP_ACT_ALLOW");
+				add_addr_cond(c, "SCMP_CMP_EQ");
+				json_array_append_new(added, c);
+			}
+		} else if (uncond_allow || e->handling != SC_NOTIFY) {
+			/* Allowed only on conditions: a notify stays under them (above). */
 			json_array_append_new(bucket(added, action,
 						     e->handling == SC_DENY ? e->deny_errno : -1),
 					      json_string(e->name));
+		}
 	}
 	/* Rules left without a name would be refused by the runtime. */
 	for (i = json_array_size(rules); i-- > 0;)

@@ -20,13 +20,14 @@
 # - core/teardown, exec-race, outputs: moat run's child handling and report files;
 #   the container's fail-closed end is tests/oci/podman.sh (killing the supervisor).
 # - vfs/cow-commit, broad-bind: --cow and --bind are moat run options (mounts are the
-#   engine's here). vfs/fifo, inotify-hidden, fd-meta(-race), meta-deputy, proc-keeper,
-#   continue-race: they need python or C helpers beyond busybox that the tests build
-#   against glibc dynamically; only toctou.c and toctou-connect.c are built static here.
+#   engine's here). vfs/proc-keeper: the keeper is moat run's; a container's /proc is
+#   its own pid namespace's. vfs/continue-race: read-only opens are never continued in
+#   a container (no mount namespace of moat's covers the hidden files).
 # - net/scm-rights, scm-credentials, unix-denied, listen-autobind, socket-types:
 #   host unix sockets and abstract names are not in the container's mount and network
-#   view to begin with (--network host shares only IP); dns, blocking-send and
-#   udp-unspec need the python probe (busybox's nc speaks TCP only).
+#   view to begin with (--network host shares only IP).
+# vfs/fifo, inotify-hidden, fd-meta, fd-meta-race, meta-deputy, net/blocking-send,
+# udp-unspec and live/net/dns need a program beyond busybox: tests/oci/escape-more.sh.
 . "$MOAT_SRC/tests/lib/tap.sh"
 . "$MOAT_SRC/tests/oci/lib.sh"
 need podman runc conmon

@@ -3,7 +3,8 @@
  * oci_seccomp_merge(): moat's rows merged into a container's seccomp profile. The
  * container's denials stay denials; its allows become moat's notify or deny; a
  * conditional allow becomes a conditional notify; a profile that already names a
- * listener is refused.
+ * listener is refused, and so is one whose conditional denial libseccomp could not keep
+ * next to moat's notify. sendto is notified only with an address.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -127,6 +128,79 @@ static void test_existing_listener_refused(void **state)
 	json_decref(c);
 }
 
+/* The rules for name with action and a condition on args[4] by op. */
+static bool has_addr_rule(json_t *config, const char *name, const char *action, const char *op)
+{
+	json_t *sc = json_object_get(json_object_get(config, "linux"), "seccomp");
+	size_t i, k;
+	json_t *r, *a;
+
+	json_array_foreach(json_object_get(sc, "syscalls"), i, r) {
+		if (!streq(json_string_value(json_object_get(r, "action")), action) ||
+		    !streq(json_string_value(json_array_get(json_object_get(r, "names"), 0)) ?: "",
+			   name))
+			continue;
+		json_array_foreach(json_object_get(r, "args"), k, a)
+			if (json_integer_value(json_object_get(a, "index")) == 4 &&
+			    streq(json_string_value(json_object_get(a, "op")), op))
+				return true;
+	}
+	return false;
+}
+
+static void test_sendto_by_address(void **state)
+{
+	/* no profile: the default allows send(); sendto with an address is notified */
+	json_t *c = merged(NULL);
+	bool cond;
+
+	(void)state;
+	assert_string_equal(action_of(c, "sendto", &cond), "SCMP_ACT_ALLOW");
+	assert_true(cond);
+	assert_true(has_addr_rule(c, "sendto", "SCMP_ACT_NOTIFY", "SCMP_CMP_NE"));
+	json_decref(c);
+	/* a denying default that allows sendto: two disjoint rules, no unconditional one
+	 * (it would swallow them) */
+	c = merged("{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"syscalls\":["
+		   "{\"names\":[\"sendto\",\"read\"],\"action\":\"SCMP_ACT_ALLOW\"}]}");
+	assert_string_equal(action_of(c, "sendto", &cond), "SCMP_ACT_ERRNO");
+	assert_true(cond);
+	assert_true(has_addr_rule(c, "sendto", "SCMP_ACT_NOTIFY", "SCMP_CMP_NE"));
+	assert_true(has_addr_rule(c, "sendto", "SCMP_ACT_ALLOW", "SCMP_CMP_EQ"));
+	json_decref(c);
+}
+
+static void test_allowing_default(void **state)
+{
+	/* allowed by default, the conditional allow adds nothing: notified unconditionally
+	 * (a conditional notify would leave the other calls native) */
+	json_t *c = merged("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":["
+			   "{\"names\":[\"openat\"],\"action\":\"SCMP_ACT_ALLOW\",\"args\":"
+			   "[{\"index\":2,\"value\":0,\"op\":\"SCMP_CMP_EQ\"}]}]}");
+	bool cond;
+
+	(void)state;
+	assert_string_equal(action_of(c, "openat", &cond), "SCMP_ACT_NOTIFY");
+	json_decref(c);
+}
+
+static void test_conditional_refusal_refused(void **state)
+{
+	/* allowed by default, refused on a condition: libseccomp cannot keep that refusal
+	 * next to an unconditional notify, and leaving openat native would bypass moat */
+	json_t *c = json_pack("{s:{s:o}}", "linux", "seccomp",
+			      json_loads("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":["
+					 "{\"names\":[\"openat\"],\"action\":\"SCMP_ACT_ERRNO\","
+					 "\"args\":[{\"index\":2,\"value\":64,\"op\":"
+					 "\"SCMP_CMP_MASKED_EQ\",\"valueTwo\":64}]}]}", 0, NULL));
+	char err[256] = "";
+
+	(void)state;
+	assert_int_equal(oci_seccomp_merge(c, "/run/x.sock", err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "openat"));
+	json_decref(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -134,6 +208,9 @@ int main(void)
 		cmocka_unit_test(test_container_denials_win),
 		cmocka_unit_test(test_conditional_allow),
 		cmocka_unit_test(test_existing_listener_refused),
+		cmocka_unit_test(test_sendto_by_address),
+		cmocka_unit_test(test_allowing_default),
+		cmocka_unit_test(test_conditional_refusal_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
