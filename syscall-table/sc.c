@@ -166,6 +166,29 @@ const char *sc_handling_name(enum sc_handling h)
 	return handling_names[h];
 }
 
+/* The same spellings as the CSV's access column (gen-table.py's ACCESS). */
+static const char *const access_names[_SC_ACCESS_MAX] = {
+	[SC_ACCESS_NONE] = "-",         [SC_ACCESS_LOOK] = "look",   [SC_ACCESS_READ] = "read",
+	[SC_ACCESS_WRITE] = "write",    [SC_ACCESS_CREATE] = "create", [SC_ACCESS_EXEC] = "exec",
+	[SC_ACCESS_OPEN] = "open",      [SC_ACCESS_AMODE] = "amode", [SC_ACCESS_CONNECT] = "connect",
+	[SC_ACCESS_SEND] = "send",      [SC_ACCESS_BIND] = "bind",
+};
+
+const char *sc_access_name(enum sc_access a)
+{
+	if ((int)a < 0 || a >= _SC_ACCESS_MAX)
+		return NULL;
+	return access_names[a];
+}
+
+int sc_object_arg(const struct sc_entry *e, unsigned nth)
+{
+	for (unsigned i = 0; e && i < e->nargs && i < SC_MAX_ARGS; i++)
+		if (e->access[i] != SC_ACCESS_NONE && nth-- == 0)
+			return (int)i;
+	return -1;
+}
+
 /* The same spellings as the CSV's args column (gen-table.py's KINDS). */
 static const char *const kind_names[_SC_ARG_KIND_MAX] = {
 	[SC_ARG_NONE] = "none",       [SC_ARG_INT] = "int",         [SC_ARG_UINT] = "uint",
