@@ -119,6 +119,10 @@ bool dispatch_handles(const struct sc_entry *e);
 void tracee_cache_free(struct tracee_cache *tc);
 /* The calling thread's fd as one of ours (same open file description), or -errno. */
 int tracee_getfd(struct sup_call *c, int fd);
+/* The VFS_WANT_* bits of what the syscall table says this call does with the first
+ * object it names (its access column, vfs_want_of()); a row without one is asked for a
+ * write, the most any caller of this needs. Pure. */
+unsigned call_want(const struct sup_call *c);
 uint64_t now_mono_ns(void);
 
 /* exectrace.c: the tracer thread that checks, at the stop after a continued exec and

@@ -580,9 +580,7 @@ static int decide_unix(struct sup_call *c, struct sockaddr_storage *ss, socklen_
 	if (fd < 0)
 		return fd;
 	fd = vfs_resolve(c->s->vfs, &caller, c->path,
-			 binding ? (VFS_WANT_CREATE | VFS_WANT_PARENT | VFS_WANT_WRITE)
-				 : VFS_WANT_READ,
-			 name, &c->verdict);
+			 call_want(c) | (binding ? VFS_WANT_PARENT : 0), name, &c->verdict);
 	if (fd < 0) {
 		if (c->verdict.denied) {
 			/* the rule's errno is the answer, not a success */
