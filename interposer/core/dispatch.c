@@ -35,8 +35,10 @@
 #include <utime.h>
 
 #include "cleanup.h"
+#include "clock.h"
 #include "creds.h"
 #include "dispatch.h"
+#include "exectrace.h"
 #include "proctrack.h"
 #include "events.h"
 #include "hash.h"
@@ -44,14 +46,6 @@
 #include "macros.h"
 #include "missing-seccomp.h"
 #include "moat-config.h"
-
-uint64_t now_mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 #define ARG(c, i) ((c)->req->data.args[i])
 
