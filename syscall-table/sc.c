@@ -159,11 +159,15 @@ static const char *const handling_names[_SC_HANDLING_MAX] = {
 	[SC_KILL] = "kill",     [SC_ARGS] = "args",
 };
 
+/* The name of value i of an enum, or NULL when i is none of its values. */
+static const char *enum_name(const char *const *names, size_t n, int i)
+{
+	return i >= 0 && (size_t)i < n ? names[i] : NULL;
+}
+
 const char *sc_handling_name(enum sc_handling h)
 {
-	if ((int)h < 0 || h >= _SC_HANDLING_MAX)
-		return NULL;
-	return handling_names[h];
+	return enum_name(handling_names, _SC_HANDLING_MAX, (int)h);
 }
 
 /* The same spellings as the CSV's access column (gen-table.py's ACCESS). */
@@ -176,9 +180,7 @@ static const char *const access_names[_SC_ACCESS_MAX] = {
 
 const char *sc_access_name(enum sc_access a)
 {
-	if ((int)a < 0 || a >= _SC_ACCESS_MAX)
-		return NULL;
-	return access_names[a];
+	return enum_name(access_names, _SC_ACCESS_MAX, (int)a);
 }
 
 int sc_object_arg(const struct sc_entry *e, unsigned nth)
@@ -202,9 +204,7 @@ static const char *const kind_names[_SC_ARG_KIND_MAX] = {
 
 const char *sc_arg_kind_name(enum sc_arg_kind k)
 {
-	if ((int)k < 0 || k >= _SC_ARG_KIND_MAX)
-		return NULL;
-	return kind_names[k];
+	return enum_name(kind_names, _SC_ARG_KIND_MAX, (int)k);
 }
 
 /* Bit i of enum sc_category; the same spellings as the CSV's categories column. */
