@@ -28,6 +28,7 @@
 
 #include "audit-internal.h"
 #include "cleanup.h"
+#include "clock.h"
 #include "hash.h"
 
 #define DEFAULT_BUFFER_BYTES ((size_t)4 << 20)
@@ -89,14 +90,6 @@ struct audit_writer {
 	uint64_t written, n_sys, n_proc, dropped_seen;
 	uint64_t dec[_AUDIT_DECISION_MAX];
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void set_error(struct audit_writer *w, int err)
 {
@@ -538,7 +531,7 @@ static void end_frame(struct audit_writer *w)
 	audit__kv_str(&pk, &m, "t", "ckpt");
 	audit__kv_u64(&pk, &m, "n", w->written);
 	audit__kv_u64(&pk, &m, "frame", w->frame_index);
-	audit__kv_u64(&pk, &m, "ts", now_ns());
+	audit__kv_u64(&pk, &m, "ts", now_mono_ns());
 	audit__kv_u64(&pk, &m, "drop", w->dropped_seen);
 	audit__kv_u64(&pk, &m, "sys", w->n_sys);
 	audit__kv_u64(&pk, &m, "proc", w->n_proc);
@@ -561,7 +554,7 @@ static void feed(struct audit_writer *w, const uint8_t *rec, size_t n)
 {
 	if (!w->frame_open) {
 		w->frame_open = true;
-		w->frame_start = now_ns();
+		w->frame_start = now_mono_ns();
 		w->frame_raw = 0;
 	}
 	audit__chain(w->chain, rec, n);
@@ -636,7 +629,7 @@ static void *writer_main(void *arg)
 			feed(w, w->final.buf, w->final.len);
 		}
 		if (w->frame_open &&
-		    (urgent || closing || now_ns() >= w->frame_start + w->frame_ns))
+		    (urgent || closing || now_mono_ns() >= w->frame_start + w->frame_ns))
 			end_frame(w);
 
 		pthread_mutex_lock(&w->lock);

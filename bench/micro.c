@@ -40,27 +40,11 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Debian bookworm's linux-libc-dev predates these. */
-#ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
-#define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
-#endif
-#ifndef SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
-#define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (1UL << 0)
-#endif
-#ifndef SECCOMP_ADDFD_FLAG_SEND
-#define SECCOMP_ADDFD_FLAG_SEND (1UL << 1)
-#endif
+#include "clock.h"           /* common/ */
+#include "missing-seccomp.h" /* interposer/launch/: what older kernel headers lack */
 
 #define TARGET_PATH "/usr/include/stdio.h"
 #define MAX_REPS 64
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -119,10 +103,10 @@ static double time_op(enum op op, long n, int reps)
 		if (do_op(op) < 0)
 			die(op_name[op]);
 	for (int r = 0; r < reps; r++) {
-		uint64_t t0 = now_ns();
+		uint64_t t0 = now_mono_ns();
 		for (long i = 0; i < n; i++)
 			do_op(op);
-		v[r] = (double)(now_ns() - t0) / (double)n;
+		v[r] = (double)(now_mono_ns() - t0) / (double)n;
 	}
 	return median(v, reps);
 }

@@ -159,11 +159,36 @@ static const char *const handling_names[_SC_HANDLING_MAX] = {
 	[SC_KILL] = "kill",     [SC_ARGS] = "args",
 };
 
+/* The name of value i of an enum, or NULL when i is none of its values. */
+static const char *enum_name(const char *const *names, size_t n, int i)
+{
+	return i >= 0 && (size_t)i < n ? names[i] : NULL;
+}
+
 const char *sc_handling_name(enum sc_handling h)
 {
-	if ((int)h < 0 || h >= _SC_HANDLING_MAX)
-		return NULL;
-	return handling_names[h];
+	return enum_name(handling_names, _SC_HANDLING_MAX, (int)h);
+}
+
+/* The same spellings as the CSV's access column (gen-table.py's ACCESS). */
+static const char *const access_names[_SC_ACCESS_MAX] = {
+	[SC_ACCESS_NONE] = "-",         [SC_ACCESS_LOOK] = "look",   [SC_ACCESS_READ] = "read",
+	[SC_ACCESS_WRITE] = "write",    [SC_ACCESS_CREATE] = "create", [SC_ACCESS_EXEC] = "exec",
+	[SC_ACCESS_OPEN] = "open",      [SC_ACCESS_AMODE] = "amode", [SC_ACCESS_CONNECT] = "connect",
+	[SC_ACCESS_SEND] = "send",      [SC_ACCESS_BIND] = "bind",
+};
+
+const char *sc_access_name(enum sc_access a)
+{
+	return enum_name(access_names, _SC_ACCESS_MAX, (int)a);
+}
+
+int sc_object_arg(const struct sc_entry *e, unsigned nth)
+{
+	for (unsigned i = 0; e && i < e->nargs && i < SC_MAX_ARGS; i++)
+		if (e->access[i] != SC_ACCESS_NONE && nth-- == 0)
+			return (int)i;
+	return -1;
 }
 
 /* The same spellings as the CSV's args column (gen-table.py's KINDS). */
@@ -179,9 +204,7 @@ static const char *const kind_names[_SC_ARG_KIND_MAX] = {
 
 const char *sc_arg_kind_name(enum sc_arg_kind k)
 {
-	if ((int)k < 0 || k >= _SC_ARG_KIND_MAX)
-		return NULL;
-	return kind_names[k];
+	return enum_name(kind_names, _SC_ARG_KIND_MAX, (int)k);
 }
 
 /* Bit i of enum sc_category; the same spellings as the CSV's categories column. */

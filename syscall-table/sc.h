@@ -77,6 +77,27 @@ enum sc_fast {
 	SC_FAST_CONTINUE_RO,/* notified; a read-only open is continued after the check */
 };
 
+/*
+ * What a notified call does with an object it names, per argument (the access column).
+ * The one statement of each syscall's access: the supervisor's handlers, the socket
+ * layer and `moat audit replay` read it here; vfs_want_of() (vfs.h) turns it into the
+ * vfs's VFS_WANT_* bits.
+ */
+enum sc_access {
+	SC_ACCESS_NONE = 0, /* the argument names nothing the policy decides */
+	SC_ACCESS_LOOK,     /* metadata by name (stat, readlink): visibility only */
+	SC_ACCESS_READ,
+	SC_ACCESS_WRITE,    /* changes the object (chmod, truncate, setxattr ...) */
+	SC_ACCESS_CREATE,   /* creates or removes the name */
+	SC_ACCESS_EXEC,     /* runs it, or enters it (chdir) */
+	SC_ACCESS_OPEN,     /* from the open flags (the flags argument, or open_how) */
+	SC_ACCESS_AMODE,    /* from access(2)'s mode argument (R_OK, W_OK, X_OK) */
+	SC_ACCESS_CONNECT,  /* a socket address connected to (stream) */
+	SC_ACCESS_SEND,     /* a socket address sent to (datagram) */
+	SC_ACCESS_BIND,     /* a socket address bound (bind, and listen's implicit bind) */
+	_SC_ACCESS_MAX,
+};
+
 /* What happens to one syscall in one mode, for `moat syscalls --json`. */
 enum sc_mode { SC_MODE_NAMESPACED, SC_MODE_STRICT_HIDE, SC_MODE_UNNAMESPACED, _SC_MODE_MAX };
 const char *sc_mode_name(enum sc_mode m);
@@ -97,6 +118,7 @@ struct sc_entry {
 	uint8_t fast;                        /* enum sc_fast: namespaced unless --strict-hide */
 	bool continues;                      /* notified, then CONTINUE after the check */
 	const char *mode_note;               /* why a mode differs; NULL when none does */
+	uint8_t access[SC_MAX_ARGS];         /* enum sc_access per argument */
 };
 
 /* AUDIT_ARCH_* values of the ABIs we tabulate. */
@@ -120,6 +142,10 @@ size_t sc_count(uint32_t audit_arch);
 const struct sc_entry *sc_at(uint32_t audit_arch, size_t i);
 
 const char *sc_handling_name(enum sc_handling h);  /* "native", "notify", ... */
+const char *sc_access_name(enum sc_access a);      /* "read", "create", ... ("-" for none) */
+/* The index of the nth (from 0) argument that names an object (access not NONE), or -1:
+ * the first and second path of rename, the address of connect or sendmsg. */
+int sc_object_arg(const struct sc_entry *e, unsigned nth);
 const char *sc_arg_kind_name(enum sc_arg_kind k);
 /* Comma-separated category names into buf ("fs,fd"); returns buf. */
 const char *sc_category_names(uint16_t cats, char *buf, size_t len);

@@ -18,6 +18,7 @@
 #include <sodium.h>
 
 #include "cleanup.h"
+#include "clock.h"
 #include "hash.h"
 #include "macros.h"
 #include "vfs-internal.h"
@@ -250,14 +251,6 @@ static int cmp_change(const void *a, const void *b)
 	return strcmp(((const struct vfs__change *)a)->vpath, ((const struct vfs__change *)b)->vpath);
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static bool readable(int fd)
 {
 	struct pollfd p = { .fd = fd, .events = POLLIN };
@@ -276,7 +269,7 @@ static const char *hash_fd(int fd, uint64_t deadline, int cancel_fd, uint8_t out
 		ssize_t n;
 
 		/* Checked per 64 KiB: a few hundred microseconds of hashing at most. */
-		if (deadline && mono_ns() >= deadline)
+		if (deadline && now_mono_ns() >= deadline)
 			return "time";
 		if (readable(cancel_fd))
 			return "signal";
@@ -304,7 +297,7 @@ _public_ int vfs_changes_foreach(struct vfs *v, int (*fn)(const struct vfs_chang
 _public_ int vfs_changes_foreach_limited(struct vfs *v, const struct vfs_hash_limits *lim,
                                          int (*fn)(const struct vfs_change *ch, void *ud), void *ud)
 {
-	uint64_t deadline = lim->max_ns ? mono_ns() + lim->max_ns : 0;
+	uint64_t deadline = lim->max_ns ? now_mono_ns() + lim->max_ns : 0;
 	const char *stopped = NULL; /* once time is up or a signal came, for every later file */
 	int r = 0;
 

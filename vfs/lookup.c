@@ -6,9 +6,11 @@
  * finalize, writes (into the rule it is given).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "macros.h"
 #include "vfs-internal.h"
@@ -214,4 +216,38 @@ _public_ int vfs_decide(const struct vfs *v, const char *vpath, unsigned want,
 	}
 	vfs__verdict(verdict, 0, mount && !implicit ? mount->desc : "implicit directory", buf);
 	return 0;
+}
+
+unsigned vfs_want_of(enum sc_access access, uint64_t how)
+{
+	switch (access) {
+	case SC_ACCESS_READ:
+	case SC_ACCESS_CONNECT:
+	case SC_ACCESS_SEND:
+		return VFS_WANT_READ;
+	case SC_ACCESS_WRITE:
+		return VFS_WANT_WRITE;
+	case SC_ACCESS_CREATE:
+		return VFS_WANT_CREATE;
+	case SC_ACCESS_EXEC:
+		return VFS_WANT_EXEC;
+	case SC_ACCESS_BIND:
+		return VFS_WANT_CREATE | VFS_WANT_WRITE;
+	case SC_ACCESS_OPEN:
+		if (how & O_PATH) /* handed over as a read-only fd */
+			return VFS_WANT_READ;
+		if ((how & O_TMPFILE) == O_TMPFILE)
+			return VFS_WANT_WRITE;
+		if ((how & O_ACCMODE) != O_RDONLY || (how & O_TRUNC))
+			return VFS_WANT_WRITE | VFS_WANT_READ;
+		return VFS_WANT_READ;
+	case SC_ACCESS_AMODE:
+		return ((how & R_OK) ? VFS_WANT_READ : 0u) | ((how & X_OK) ? VFS_WANT_EXEC : 0u) |
+		       ((how & W_OK) ? VFS_WANT_WRITE : 0u);
+	case SC_ACCESS_LOOK:
+	case SC_ACCESS_NONE:
+	case _SC_ACCESS_MAX:
+	default:
+		return 0;
+	}
 }

@@ -88,6 +88,14 @@ static bool ro_applies(mode_t m)
 	return !(S_ISCHR(m) || S_ISBLK(m) || S_ISFIFO(m) || S_ISSOCK(m));
 }
 
+/* A write to an object a read-only mapping does not protect is decided as a use. */
+static unsigned ro_relax(unsigned want, mode_t m)
+{
+	if ((want & VFS_WANT_WRITE) && !ro_applies(m))
+		return (want & ~VFS_WANT_WRITE) | VFS_WANT_READ;
+	return want;
+}
+
 /* /dev/ptmx (char 5:2) finds its devpts instance as "pts" beside itself, in the same
  * mount (the kernel's devpts_acquire()). A --bind /dev/ptmx is a mount of that one file,
  * with no beside: rebased into the sandbox's tree, ptmx would fail with ENOENT. So a mapped
@@ -248,11 +256,8 @@ static int open_once(const struct vfs *v, const struct vfs_caller *c, const char
 		return ret_err(verdict, -EISDIR);
 	if ((flags & O_PATH) && !S_ISDIR(w.st.st_mode) && !S_ISREG(w.st.st_mode))
 		return opath_refused(&w, verdict);
-	r = vfs__walk_policy(v, &w,
-	                     (flags & O_PATH) ? VFS_WANT_READ :
-	                     tmpfile ? VFS_WANT_WRITE :
-	                     (writes && ro_applies(w.st.st_mode)) ? VFS_WANT_WRITE | VFS_WANT_READ :
-	                     VFS_WANT_READ, verdict);
+	r = vfs__walk_policy(v, &w, ro_relax(vfs_want_of(SC_ACCESS_OPEN, (unsigned)flags), w.st.st_mode),
+	                     verdict);
 	if (r < 0)
 		return r;
 	if (!(flags & O_PATH) && (r = open_ctty(v, c, &w, flags, mode, verdict)) != 0)
@@ -392,7 +397,7 @@ _public_ int vfs_access(const struct vfs *v, const struct vfs_caller *c, const c
 {
 	_cleanup_walk_ struct vfs__walk w = { .dirfd = -1, .fd = -1 };
 	char p[64];
-	unsigned want = 0;
+	unsigned want;
 	int r;
 
 	if (mode & ~(R_OK | W_OK | X_OK))
@@ -403,14 +408,7 @@ _public_ int vfs_access(const struct vfs *v, const struct vfs_caller *c, const c
 		return ret_err(verdict, r);
 	if (!w.exists)
 		return ret_err(verdict, -ENOENT);
-	if (mode & R_OK)
-		want |= VFS_WANT_READ;
-	if (mode & X_OK)
-		want |= VFS_WANT_EXEC;
-	if ((mode & W_OK) && ro_applies(w.st.st_mode))
-		want |= VFS_WANT_WRITE;
-	else if (mode & W_OK)
-		want |= VFS_WANT_READ;
+	want = ro_relax(vfs_want_of(SC_ACCESS_AMODE, (unsigned)mode), w.st.st_mode);
 	r = vfs__walk_policy(v, &w, want, verdict);
 	if (r < 0 || mode == F_OK || S_ISLNK(w.st.st_mode))
 		return r;

@@ -33,6 +33,8 @@
 #include <sys/statfs.h>
 #include <time.h>
 
+#include "sc.h"
+
 struct vfs;
 struct statx;
 
@@ -352,6 +354,17 @@ enum {
 };
 int vfs_resolve(const struct vfs *v, const struct vfs_caller *c, const char *path, unsigned want,
                 char ret_name[NAME_MAX + 1], struct vfs_verdict *verdict);
+
+/*
+ * The VFS_WANT_* bits for a syscall table access (enum sc_access, the CSV's access
+ * column): the one translation of "what the call does" into what the policy is asked.
+ * how: the open flags for SC_ACCESS_OPEN (an existing object: O_PATH and plain reads
+ * READ, O_TMPFILE WRITE, other writes WRITE|READ), access(2)'s mode for
+ * SC_ACCESS_AMODE; ignored otherwise. A unix socket address is used as a read by
+ * connect and send and created by bind. Pure; the vfs operations then relax WRITE to
+ * READ on devices, fifos and sockets, which read-only mappings do not protect.
+ */
+unsigned vfs_want_of(enum sc_access access, uint64_t how);
 
 /* getdents64: filter a buffer the interposer read from the tracee's directory fd
  * (dir_vpath is that directory's canonical virtual path). Removes hidden entries in

@@ -112,73 +112,82 @@ struct call_need {
 	int sock_type;
 };
 
-/* The access a recorded syscall needed, derived as the vfs operations derive it. */
+/* The syscall table's row of a recorded call: this ABI's, else another tabulated one's
+ * (the access column is the same on every ABI). */
+static const struct sc_entry *recorded_entry(const char *name)
+{
+	static const char *const abis[] = { "x86_64", "aarch64" };
+	const struct sc_entry *e = name ? sc_by_name(sc_native_arch(), name) : NULL;
+
+	for (size_t i = 0; name && !e && i < ELEMENTSOF(abis); i++)
+		e = sc_by_name(sc_arch_by_name(abis[i]), name);
+	return e;
+}
+
+/* The open flags a record names, as far as its access depends on them. */
+static uint64_t recorded_oflags(const char *text)
+{
+	static const struct {
+		const char *name;
+		uint64_t bits;
+	} names[] = {
+		{ "O_WRONLY", O_WRONLY }, { "O_RDWR", O_RDWR },       { "O_TRUNC", O_TRUNC },
+		{ "O_CREAT", O_CREAT },   { "O_TMPFILE", O_TMPFILE }, { "O_PATH", O_PATH },
+	};
+	uint64_t flags = 0;
+
+	for (size_t i = 0; i < ELEMENTSOF(names); i++)
+		if (has_flag(text, names[i].name))
+			flags |= names[i].bits;
+	return flags;
+}
+
+/* The access a recorded syscall needed: its access column (syscall-table), made into
+ * VFS_WANT_* bits as the vfs operations make it. */
 static struct call_need call_need(const struct audit_sys *s)
 {
-	const char *n = s->syscall ? s->syscall : "";
-	struct call_need k = { .kind = CALL_PATH };
+	const struct sc_entry *e = recorded_entry(s->syscall);
+	struct call_need k = { .kind = CALL_NONE };
+	int a = e ? sc_object_arg(e, 0) : -1, b;
+	enum sc_access acc;
+	uint64_t how = 0;
 
-	if (streq(n, "open") || streq(n, "openat") || streq(n, "openat2") || streq(n, "creat")) {
-		bool creat = streq(n, "creat") || has_flag(s->flags, "O_CREAT");
-		bool tmpfile = has_flag(s->flags, "O_TMPFILE");
-		bool writes = streq(n, "creat") || has_flag(s->flags, "O_WRONLY") ||
-			      has_flag(s->flags, "O_RDWR") || has_flag(s->flags, "O_TRUNC");
-
-		if (has_flag(s->flags, "O_PATH"))
-			k.want = VFS_WANT_READ; /* handed over as a read-only fd (vfs_open()) */
-		else if (tmpfile)
-			k.want = VFS_WANT_WRITE;
-		else if (creat)
-			k.want = VFS_WANT_CREATE | (writes ? VFS_WANT_WRITE : 0);
-		else
-			k.want = writes ? VFS_WANT_WRITE | VFS_WANT_READ : VFS_WANT_READ;
-	} else if (streq(n, "stat") || streq(n, "lstat") || streq(n, "newfstatat") ||
-		   streq(n, "statx") || streq(n, "readlink") || streq(n, "readlinkat")) {
-		k.want = 0;
-	} else if (streq(n, "statfs") || streq(n, "getxattr") || streq(n, "lgetxattr") ||
-		   streq(n, "listxattr") || streq(n, "llistxattr") ||
-		   streq(n, "inotify_add_watch")) {
-		k.want = VFS_WANT_READ;
-	} else if (streq(n, "access") || streq(n, "faccessat") || streq(n, "faccessat2")) {
-		uint64_t mode = streq(n, "access") ? s->args[1] : s->args[2];
-
-		k.want = ((mode & R_OK) ? VFS_WANT_READ : 0) | ((mode & X_OK) ? VFS_WANT_EXEC : 0) |
-			 ((mode & W_OK) ? VFS_WANT_WRITE : 0);
-	} else if (streq(n, "mkdir") || streq(n, "mkdirat") || streq(n, "mknod") ||
-		   streq(n, "mknodat") || streq(n, "unlink") || streq(n, "unlinkat") ||
-		   streq(n, "rmdir") || streq(n, "symlink") || streq(n, "symlinkat")) {
-		k.want = VFS_WANT_CREATE;
-	} else if (streq(n, "rename") || streq(n, "renameat") || streq(n, "renameat2")) {
-		k.want = VFS_WANT_CREATE;
-		k.want2 = VFS_WANT_CREATE;
-		k.path2_is_path = true;
-	} else if (streq(n, "link") || streq(n, "linkat")) {
-		k.want = VFS_WANT_READ;
-		k.want2 = VFS_WANT_CREATE;
-		k.path2_is_path = true;
-	} else if (streq(n, "chmod") || streq(n, "fchmodat") || streq(n, "fchmodat2") ||
-		   streq(n, "chown") || streq(n, "lchown") || streq(n, "fchownat") ||
-		   streq(n, "truncate") || streq(n, "utime") || streq(n, "utimes") ||
-		   streq(n, "futimesat") || streq(n, "utimensat") || streq(n, "setxattr") ||
-		   streq(n, "lsetxattr") || streq(n, "removexattr") || streq(n, "lremovexattr")) {
-		k.want = VFS_WANT_WRITE;
-	} else if (streq(n, "execve") || streq(n, "execveat")) {
-		k.want = VFS_WANT_EXEC;
-		k.exec = true;
-	} else if (streq(n, "chdir")) {
-		k.want = VFS_WANT_EXEC;
-	} else if (streq(n, "connect") || streq(n, "bind") || streq(n, "sendto") ||
-		   streq(n, "sendmsg") || streq(n, "sendmmsg") || streq(n, "listen")) {
+	if (a < 0)
+		return k;
+	acc = (enum sc_access)e->access[a];
+	if (acc == SC_ACCESS_CONNECT || acc == SC_ACCESS_SEND || acc == SC_ACCESS_BIND) {
 		/* listen is recorded with an address only when it was decided as a bind of
-		 * the socket's local address (sock.c: handle_listen) */
+		 * the socket's local address (sock.c: handle_listen); a unix connect or
+		 * send uses the socket, as a read (sock.c: decide_unix) */
 		k.kind = CALL_NET;
-		k.binding = streq(n, "bind") || streq(n, "listen");
-		k.sock_type = streq(n, "connect") || k.binding ? SOCK_STREAM : SOCK_DGRAM;
-		/* a unix connect or send uses the socket, as a read (sock.c: decide_unix) */
-		k.want = k.binding ? VFS_WANT_CREATE | VFS_WANT_WRITE : VFS_WANT_READ;
-	} else {
-		k.kind = CALL_NONE;
+		k.binding = acc == SC_ACCESS_BIND;
+		k.sock_type = acc == SC_ACCESS_SEND ? SOCK_DGRAM : SOCK_STREAM;
+		k.want = vfs_want_of(acc, 0);
+		return k;
 	}
+	if (e->arg[a] != SC_ARG_PATH)
+		return k; /* the fd's file (fchmod ...): fd-based records are not replayed */
+	k.kind = CALL_PATH;
+	if (acc == SC_ACCESS_OPEN) {
+		how = recorded_oflags(s->flags);
+	} else if (acc == SC_ACCESS_AMODE) {
+		for (int i = a + 1; i < e->nargs; i++)
+			if (e->arg[i] == SC_ARG_MODE) {
+				how = s->args[i];
+				break;
+			}
+	}
+	k.want = vfs_want_of(acc, how);
+	/* whether O_CREAT made the file is not recorded: decided as the create */
+	if (acc == SC_ACCESS_OPEN && (how & O_CREAT) && !(how & O_PATH) &&
+	    (how & O_TMPFILE) != O_TMPFILE)
+		k.want = VFS_WANT_CREATE | (k.want & VFS_WANT_WRITE);
+	b = sc_object_arg(e, 1);
+	if (b >= 0) {
+		k.want2 = vfs_want_of((enum sc_access)e->access[b], 0);
+		k.path2_is_path = true;
+	}
+	k.exec = acc == SC_ACCESS_EXEC && (e->category & SC_CAT_EXEC);
 	return k;
 }
 

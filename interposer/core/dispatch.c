@@ -35,8 +35,10 @@
 #include <utime.h>
 
 #include "cleanup.h"
+#include "clock.h"
 #include "creds.h"
 #include "dispatch.h"
+#include "exectrace.h"
 #include "proctrack.h"
 #include "events.h"
 #include "hash.h"
@@ -44,14 +46,6 @@
 #include "macros.h"
 #include "missing-seccomp.h"
 #include "moat-config.h"
-
-uint64_t now_mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 #define ARG(c, i) ((c)->req->data.args[i])
 
@@ -598,6 +592,13 @@ static void handle_statx(struct sup_call *c)
 	set_result(c, r < 0 ? r : 0);
 }
 
+unsigned call_want(const struct sup_call *c)
+{
+	int i = sc_object_arg(c->e, 0);
+
+	return i < 0 ? VFS_WANT_WRITE : vfs_want_of((enum sc_access)c->e->access[i], 0);
+}
+
 /* --- generic one-path operations ------------------------------------------------------ */
 
 /* Copy the path at args[path_arg], relative to dirfd (AT_FDCWD for the old syscalls),
@@ -948,7 +949,7 @@ static void handle_fd_meta(struct sup_call *c)
 		str_copy(vpath, sizeof(vpath), c->path);
 		if (st.st_nlink == 0 && len > 10 && streq(vpath + len - 10, " (deleted)"))
 			vpath[len - 10] = '\0';
-		r = vfs_decide(c->s->vfs, vpath, VFS_WANT_WRITE, &c->verdict);
+		r = vfs_decide(c->s->vfs, vpath, call_want(c), &c->verdict);
 		if (r < 0)
 			return set_result(c, r);
 	}
@@ -1004,7 +1005,7 @@ static void handle_xattr(struct sup_call *c, enum xattr_follow follow, enum xatt
 	}
 	if (prep_path(c, AT_FDCWD, ARG(c, 0), c->path, base, &caller) < 0)
 		return;
-	want = (op >= XATTR_SET ? VFS_WANT_WRITE : VFS_WANT_READ) | (follow == XATTR_NOFOLLOW ? VFS_WANT_NOFOLLOW : 0);
+	want = call_want(c) | (follow == XATTR_NOFOLLOW ? VFS_WANT_NOFOLLOW : 0);
 	fd = vfs_resolve(c->s->vfs, &caller, c->path, want, name_unused, &c->verdict);
 	if (fd < 0)
 		return set_result(c, fd);
@@ -1082,7 +1083,7 @@ static void handle_inotify_add_watch(struct sup_call *c)
 	if (prep_path(c, AT_FDCWD, ARG(c, 1), c->path, base, &caller) < 0)
 		return;
 	fd = vfs_resolve(c->s->vfs, &caller, c->path,
-			 VFS_WANT_READ | ((mask & IN_DONT_FOLLOW) ? VFS_WANT_NOFOLLOW : 0), name,
+			 call_want(c) | ((mask & IN_DONT_FOLLOW) ? VFS_WANT_NOFOLLOW : 0), name,
 			 &c->verdict);
 	if (fd < 0)
 		return set_result(c, fd);

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "events.h"
 #include "log.h"
 #include "macros.h"
@@ -28,14 +29,6 @@ struct events {
 	uint64_t dropped;       /* since the last "dropped" line */
 	bool broken;            /* the reader went away: stop writing */
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 int events_open(const char *spec, struct events **ret)
 {
@@ -80,7 +73,7 @@ int events_open(const char *spec, struct events **ret)
 	}
 	pthread_mutex_init(&e->lock, NULL);
 	e->fd = fd;
-	e->t0 = e->refill_ns = mono_ns();
+	e->t0 = e->refill_ns = now_mono_ns();
 	e->tokens = EVENTS_BURST;
 	*ret = e;
 	return 0;
@@ -92,7 +85,7 @@ static void emit(struct events *e, json_t *j)
 	char *s;
 	size_t len, off = 0;
 
-	json_object_set_new(j, "t_us", json_integer((json_int_t)((mono_ns() - e->t0) / 1000)));
+	json_object_set_new(j, "t_us", json_integer((json_int_t)((now_mono_ns() - e->t0) / 1000)));
 	s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
 	json_decref(j);
 	if (!s || e->broken) {
@@ -151,7 +144,7 @@ void events_denial(struct events *e, pid_t tid, const char *syscall, const char 
 	if (!e)
 		return;
 	pthread_mutex_lock(&e->lock);
-	now = mono_ns();
+	now = now_mono_ns();
 	e->tokens += (double)(now - e->refill_ns) * EVENTS_PER_SEC / 1e9;
 	if (e->tokens > EVENTS_BURST)
 		e->tokens = EVENTS_BURST;

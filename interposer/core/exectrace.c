@@ -41,7 +41,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dispatch.h"
+#include "audit.h"
+#include "clock.h"
+#include "ctx.h"
+#include "exectrace.h"
 #include "log.h"
 #include "macros.h"
 

@@ -34,7 +34,8 @@
 
 #include "audit.h"
 #include "cleanup.h"
-#include "dispatch.h"
+#include "clock.h"
+#include "ctx.h"
 #include "log.h"
 #include "macros.h"
 #include "proctrack.h"

@@ -83,6 +83,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "clock.h"
 #include "creds.h"
 #include "dispatch.h"
 #include "log.h"
@@ -580,9 +581,7 @@ static int decide_unix(struct sup_call *c, struct sockaddr_storage *ss, socklen_
 	if (fd < 0)
 		return fd;
 	fd = vfs_resolve(c->s->vfs, &caller, c->path,
-			 binding ? (VFS_WANT_CREATE | VFS_WANT_PARENT | VFS_WANT_WRITE)
-				 : VFS_WANT_READ,
-			 name, &c->verdict);
+			 call_want(c) | (binding ? VFS_WANT_PARENT : 0), name, &c->verdict);
 	if (fd < 0) {
 		if (c->verdict.denied) {
 			/* the rule's errno is the answer, not a success */
@@ -929,14 +928,6 @@ struct blocked {
 	struct outmsg m;
 };
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* The result for the program, or -ESRCH when nobody waits for one any more. */
 static int blocked_run(struct blocked *b)
 {
@@ -957,7 +948,7 @@ static int blocked_run(struct blocked *b)
 
 		if (atomic_load(&sn->stopping) || !notify_id_valid(b->s->listener, b->id))
 			return -ESRCH;
-		if (b->deadline_ns && mono_ns() >= b->deadline_ns)
+		if (b->deadline_ns && now_mono_ns() >= b->deadline_ns)
 			return b->done ? (int)b->done : -EAGAIN;
 		if (b->connect)
 			n = connect(b->sock, (const struct sockaddr *)&b->m.ss, b->m.alen);
@@ -1058,7 +1049,7 @@ static int blocked_start(struct sup_call *c, int sock, const struct sockinfo *si
 		return negative_errno();
 	}
 	if (getsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &tv, &l) == 0 && (tv.tv_sec || tv.tv_usec))
-		b->deadline_ns = mono_ns() + (uint64_t)tv.tv_sec * 1000000000u +
+		b->deadline_ns = now_mono_ns() + (uint64_t)tv.tv_sec * 1000000000u +
 				 (uint64_t)tv.tv_usec * 1000u;
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);

@@ -90,6 +90,35 @@ bool sup_filter_names_pid(const struct sc_entry *e)
 	}
 }
 
+/* Rows checked in the filter (args) that add_arg_rules() sends to the supervisor on
+ * some arguments: PR_SET_NAME, personality, and the calls naming another process. */
+static bool args_notify(const struct sc_entry *e)
+{
+	return e->handling == SC_ARGS &&
+	       (e->id == SC_prctl || e->id == SC_personality || sup_filter_names_pid(e));
+}
+
+/* In this filter, the syscall is refused with ENOSYS (the host's IPC, unnamespaced). */
+static bool refused_in(const struct sc_entry *e, enum sup_filter_kind kind)
+{
+	return kind == SUP_FILTER_UNNAMESPACED && e->unns_enosys;
+}
+
+/* In this filter, a notify row runs natively: the mount namespace covers every hidden
+ * or read-denied path (spawn.c), so the kernel's answer to a metadata call by name is
+ * the policy's. */
+static bool native_in(const struct sc_entry *e, enum sup_filter_kind kind)
+{
+	return kind == SUP_FILTER_NAMESPACED && e->fast == SC_FAST_NATIVE;
+}
+
+bool sup_filter_notifies(const struct sc_entry *e, enum sup_filter_kind kind)
+{
+	if (refused_in(e, kind) || native_in(e, kind))
+		return false;
+	return e->handling == SC_NOTIFY || args_notify(e);
+}
+
 /* Internet socket types other than SOCK_STREAM (1), SOCK_DGRAM (2), SOCK_SEQPACKET (5)
  * and SOCK_RAW (3, refused for every family but netlink), as (type & mask) == value
  * over the type's low four bits (SOCK_TYPE_MASK): 0, 4, 6, 7 and 8-15. */
@@ -252,7 +281,7 @@ int sup_filter_build(uint32_t arch, enum sup_filter_kind kind, struct sock_fprog
 
 		/* SysV IPC and POSIX message queues live in the IPC namespace. Namespaced
 		 * mode has one of its own; unnamespaced, they would be the host's. */
-		if (kind == SUP_FILTER_UNNAMESPACED && e->unns_enosys) {
+		if (refused_in(e, kind)) {
 			/* As on a kernel built without System V IPC. */
 			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), e->nr, 0);
 			if (r < 0)
@@ -260,9 +289,7 @@ int sup_filter_build(uint32_t arch, enum sup_filter_kind kind, struct sock_fprog
 						       strerror(-r));
 			continue;
 		}
-		/* The mount namespace covers every hidden or read-denied path (spawn.c), so
-		 * the kernel's answer to a metadata call by name is the policy's. */
-		if (kind == SUP_FILTER_NAMESPACED && e->fast == SC_FAST_NATIVE)
+		if (native_in(e, kind))
 			h = SC_NATIVE;
 		switch (h) {
 		case SC_NATIVE:

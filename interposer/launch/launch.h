@@ -103,3 +103,7 @@ int sup_filter_install(const struct sock_fprog *prog, bool wait_killable);
  * answers exactly these. */
 struct sc_entry;
 bool sup_filter_names_pid(const struct sc_entry *e);
+/* Whether the filter of this kind may send a call of this syscall to the supervisor
+ * (always, or on some arguments, as add_arg_rules() does): dispatch must handle every
+ * such row. Pure. */
+bool sup_filter_notifies(const struct sc_entry *e, enum sup_filter_kind kind);

@@ -12,8 +12,9 @@
 
 The CSV is validated first and any problem fails the build: unknown column, kind,
 category or handling, duplicate name or number, nargs that disagrees with the kinds,
-a deny without errno, a notify row with nothing for the supervisor to look at, or
-rows out of canonical order (the order gen/refresh-csv.py writes).
+a deny without errno, a notify row with nothing for the supervisor to look at, an
+access word on an argument that names no object (or a notified path or address without
+one), or rows out of canonical order (the order gen/refresh-csv.py writes).
 """
 
 import argparse
@@ -26,7 +27,7 @@ ABIS = (  # CSV column, AUDIT_ARCH_* macro
     ("aarch64", "AUDIT_ARCH_AARCH64"),
 )
 COLUMNS = ["name", "x86_64", "aarch64", "nargs", "args", "categories", "handling", "errno", "note",
-           "unns", "fast", "continues", "mode_note"]
+           "unns", "fast", "continues", "mode_note", "access"]
 UNNS = ["", "enosys"]
 FAST = ["", "native", "continue-ro"]
 KINDS = ["none", "int", "uint", "fd", "dirfd", "path", "string", "oflags", "atflags", "flags",
@@ -37,6 +38,22 @@ HANDLINGS = ["native", "notify", "deny", "kill", "args"]
 MAX_ARGS = 6
 # What the supervisor needs in order to handle a notified call.
 NOTIFY_KINDS = {"path", "sockaddr", "fd", "dirfd"}
+# access: what a notified call does with each object it names (enum sc_access, in this
+# order; "-" is SC_ACCESS_NONE). look: metadata only; open: from the open flags; amode:
+# from access(2)'s mode argument; connect, send, bind: a socket address (a unix path is
+# used as a read by connect and send, created by bind).
+PATH_ACCESS = ["look", "read", "write", "create", "exec", "open", "amode"]
+NET_ACCESS = ["connect", "send", "bind"]
+ACCESS = ["-"] + PATH_ACCESS + NET_ACCESS
+# Which words an argument of each kind may carry: a path; a socket address (sendmsg's
+# and sendmmsg's live in the message struct); an fd whose file is changed (fchmod ...)
+# or whose local address is bound (listen).
+ACCESS_ON_KIND = {
+    "path": set(PATH_ACCESS),
+    "sockaddr": set(NET_ACCESS),
+    "struct": {"send"},
+    "fd": {"write", "bind"},
+}
 
 
 class CsvError(Exception):
@@ -106,6 +123,7 @@ def parse(path):
             raise CsvError("%s: a per-mode handling needs a mode_note (say why)" % where)
         if r["note"].strip() == "":
             raise CsvError("%s: empty note (say why this handling)" % where)
+        r["access"] = check_access(r, where)
         rows.append(r)
 
     def key(r):
@@ -125,6 +143,31 @@ def parse(path):
             if n1 == n2:
                 raise CsvError("%s: %s and %s share number %d" % (abi, a, b, n1))
     return rows
+
+
+def check_access(r, where):
+    """The access column: empty, or one word per argument; returns the words."""
+    words = r["access"].split()
+    kinds = r["kinds"]
+    if not words:
+        words = ["-"] * len(kinds)
+    elif len(words) != len(kinds):
+        raise CsvError("%s: access has %d words for %d arguments" % (where, len(words), len(kinds)))
+    for w, k in zip(words, kinds):
+        if w not in ACCESS:
+            raise CsvError("%s: unknown access %r" % (where, w))
+        if w != "-" and w not in ACCESS_ON_KIND.get(k, ()):
+            raise CsvError("%s: access %s on a %s argument" % (where, w, k))
+    named = [w for w in words if w != "-"]
+    if named and r["handling"] != "notify":
+        raise CsvError("%s: access given for a row that is not notified" % where)
+    if r["handling"] == "notify":
+        for w, k in zip(words, kinds):
+            if k in ("path", "sockaddr") and w == "-":
+                raise CsvError("%s: notified %s argument without an access" % (where, k))
+    if "amode" in words and "mode" not in kinds[words.index("amode"):]:
+        raise CsvError("%s: access amode without a mode argument after the path" % where)
+    return words
 
 
 def cstr(s):
@@ -162,13 +205,15 @@ def write_table(rows, out):
                 kinds = ", ".join("SC_ARG_" + k.upper() for k in r["kinds"]) or "SC_ARG_NONE"
                 cats = " | ".join("SC_CAT_" + c.upper() for c in r["cats"])
                 fast = "SC_FAST_" + (r["fast"].upper().replace("-", "_") or "SAME")
+                access = ", ".join("SC_ACCESS_" + ("NONE" if w == "-" else w.upper())
+                                   for w in r["access"]) or "SC_ACCESS_NONE"
                 f.write("\t{ SC_%s, %s, %d, %d, { %s }, %s, SC_%s, %s,\n\t  %s,\n"
-                        "\t  %s, %s, %s, %s },\n"
+                        "\t  %s, %s, %s, %s,\n\t  { %s } },\n"
                         % (r["name"], cstr(r["name"]), r[abi], len(r["kinds"]), kinds, cats,
                            r["handling"].upper(), r["errno"] or "0", cstr(r["note"]),
                            "true" if r["unns"] == "enosys" else "false", fast,
                            "true" if r["continues"] == "yes" else "false",
-                           cstr(r["mode_note"]) if r["mode_note"] else "NULL"))
+                           cstr(r["mode_note"]) if r["mode_note"] else "NULL", access))
             f.write("};\n\n")
             nmax = ent[-1][abi] if ent else 0
             by_nr = [-1] * (nmax + 1)

@@ -5,8 +5,8 @@
 Numbers are never typed by hand: every x86_64 / aarch64 number is asked of the
 installed libseccomp (seccomp_syscall_resolve_name_arch / _num_arch through ctypes),
 so the table agrees with the library the filter is built with. The curated columns
-(nargs, args, categories, handling, errno, note, and the per-mode unns, fast,
-continues, mode_note) are kept as they are.
+(nargs, args, categories, handling, errno, note, the per-mode unns, fast,
+continues, mode_note, and access) are kept as they are.
 
   - a name libseccomp knows on an ABI gets that number; one it does not know there
     gets an empty cell (libseccomp's negative pseudo-numbers mean "not on this ABI");
@@ -28,7 +28,7 @@ import sys
 
 ABIS = ("x86_64", "aarch64")
 COLUMNS = ("name", "x86_64", "aarch64", "nargs", "args", "categories", "handling", "errno", "note",
-           "unns", "fast", "continues", "mode_note")
+           "unns", "fast", "continues", "mode_note", "access")
 # Highest number probed when enumerating an ABI. The generic table is below 1024 on
 # every ABI moat tabulates (x32's 512+ numbers are a separate ABI libseccomp keeps apart).
 PROBE_MAX = 1024
@@ -124,6 +124,9 @@ def main():
         f.write("# (enosys: refused unnamespaced), fast (namespaced unless --strict-hide: native, or\n")
         f.write("# continue-ro for opens continued when read-only), continues (yes: the supervisor\n")
         f.write("# answers CONTINUE after its check in every mode), mode_note (why, when not the note).\n")
+        f.write("# access: per argument, what the call does with the object it names (a path, an\n")
+        f.write("# address, or the fd of an fd-metadata call), '-' for the others; gen-table.py lists\n")
+        f.write("# the words. replay, dispatch and the socket layer take a call's access from here.\n")
         f.write("# Rows without numbers are newer than that libseccomp: kept for their policy.\n")
         w = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
         w.writeheader()

@@ -256,6 +256,71 @@ static void test_fast_path(void **state)
 	assert_null(sc_mode_name(_SC_MODE_MAX));
 }
 
+/* The access column, as the handlers and replay read it: one word per named object,
+ * on the argument that names it, and only for rows the supervisor sees. */
+static void test_access(void **state)
+{
+	static const struct {
+		const char *name;
+		int arg[2];                 /* first and second object argument, or -1 */
+		enum sc_access access[2];
+	} want[] = {
+		{ "openat", { 1, -1 }, { SC_ACCESS_OPEN } },
+		{ "openat2", { 1, -1 }, { SC_ACCESS_OPEN } },
+		{ "newfstatat", { 1, -1 }, { SC_ACCESS_LOOK } },
+		{ "faccessat2", { 1, -1 }, { SC_ACCESS_AMODE } },
+		{ "mkdirat", { 1, -1 }, { SC_ACCESS_CREATE } },
+		{ "unlinkat", { 1, -1 }, { SC_ACCESS_CREATE } },
+		{ "renameat2", { 1, 3 }, { SC_ACCESS_CREATE, SC_ACCESS_CREATE } },
+		{ "linkat", { 1, 3 }, { SC_ACCESS_READ, SC_ACCESS_CREATE } },
+		{ "symlinkat", { 2, -1 }, { SC_ACCESS_CREATE } }, /* the target is text */
+		{ "fchmodat", { 1, -1 }, { SC_ACCESS_WRITE } },
+		{ "fchmod", { 0, -1 }, { SC_ACCESS_WRITE } },     /* the fd's file */
+		{ "getxattr", { 0, -1 }, { SC_ACCESS_READ } },
+		{ "removexattr", { 0, -1 }, { SC_ACCESS_WRITE } },
+		{ "inotify_add_watch", { 1, -1 }, { SC_ACCESS_READ } },
+		{ "execveat", { 1, -1 }, { SC_ACCESS_EXEC } },
+		{ "chdir", { 0, -1 }, { SC_ACCESS_EXEC } },
+		{ "connect", { 1, -1 }, { SC_ACCESS_CONNECT } },
+		{ "sendto", { 4, -1 }, { SC_ACCESS_SEND } },
+		{ "sendmsg", { 1, -1 }, { SC_ACCESS_SEND } },      /* in the msghdr */
+		{ "bind", { 1, -1 }, { SC_ACCESS_BIND } },
+		{ "listen", { 0, -1 }, { SC_ACCESS_BIND } },       /* the socket's own address */
+		{ "getdents64", { -1, -1 }, { SC_ACCESS_NONE } },
+		{ "read", { -1, -1 }, { SC_ACCESS_NONE } },
+	};
+
+	(void)state;
+	for (size_t a = 0; a < N_ARCHES; a++) {
+		for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+			const struct sc_entry *e = sc_by_name(arches[a], want[i].name);
+
+			assert_non_null(e);
+			for (unsigned k = 0; k < 2; k++) {
+				assert_int_equal(sc_object_arg(e, k), want[i].arg[k]);
+				if (want[i].arg[k] >= 0)
+					assert_int_equal(e->access[want[i].arg[k]], want[i].access[k]);
+			}
+			assert_int_equal(sc_object_arg(e, 2), -1);
+		}
+		for (size_t i = 0; i < sc_count(arches[a]); i++) {
+			const struct sc_entry *e = sc_at(arches[a], i);
+
+			for (unsigned k = 0; k < SC_MAX_ARGS; k++) {
+				assert_true(e->access[k] < _SC_ACCESS_MAX);
+				if (k >= e->nargs || e->handling != SC_NOTIFY)
+					assert_int_equal(e->access[k], SC_ACCESS_NONE);
+				else if (e->arg[k] == SC_ARG_PATH || e->arg[k] == SC_ARG_SOCKADDR)
+					assert_int_not_equal(e->access[k], SC_ACCESS_NONE);
+			}
+		}
+	}
+	assert_string_equal(sc_access_name(SC_ACCESS_CREATE), "create");
+	assert_string_equal(sc_access_name(SC_ACCESS_NONE), "-");
+	assert_null(sc_access_name(_SC_ACCESS_MAX));
+	assert_int_equal(sc_object_arg(NULL, 0), -1);
+}
+
 static void test_category_names(void **state)
 {
 	char buf[64], tiny[4];
@@ -282,6 +347,7 @@ int main(void)
 		cmocka_unit_test(test_lookup_misses),
 		cmocka_unit_test(test_policy),
 		cmocka_unit_test(test_fast_path),
+		cmocka_unit_test(test_access),
 		cmocka_unit_test(test_category_names),
 	};
 

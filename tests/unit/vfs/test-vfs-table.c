@@ -911,9 +911,38 @@ static void test_json(void **state)
 	}
 }
 
+/* The syscall table's access words as the decision's bits: what replay, the handlers and
+ * the vfs operations all ask through vfs_want_of(). */
+static void test_want_of(void **state)
+{
+	(void)state;
+	assert_int_equal(vfs_want_of(SC_ACCESS_NONE, 0), 0);
+	assert_int_equal(vfs_want_of(SC_ACCESS_LOOK, O_RDWR), 0);
+	assert_int_equal(vfs_want_of(SC_ACCESS_READ, 0), VFS_WANT_READ);
+	assert_int_equal(vfs_want_of(SC_ACCESS_WRITE, 0), VFS_WANT_WRITE);
+	assert_int_equal(vfs_want_of(SC_ACCESS_CREATE, 0), VFS_WANT_CREATE);
+	assert_int_equal(vfs_want_of(SC_ACCESS_EXEC, 0), VFS_WANT_EXEC);
+	assert_int_equal(vfs_want_of(SC_ACCESS_CONNECT, 0), VFS_WANT_READ);
+	assert_int_equal(vfs_want_of(SC_ACCESS_SEND, 0), VFS_WANT_READ);
+	assert_int_equal(vfs_want_of(SC_ACCESS_BIND, 0), VFS_WANT_CREATE | VFS_WANT_WRITE);
+	/* open: of an existing object; O_PATH hands over a read-only fd whatever else */
+	assert_int_equal(vfs_want_of(SC_ACCESS_OPEN, O_RDONLY | O_CLOEXEC), VFS_WANT_READ);
+	assert_int_equal(vfs_want_of(SC_ACCESS_OPEN, O_PATH | O_RDWR), VFS_WANT_READ);
+	assert_int_equal(vfs_want_of(SC_ACCESS_OPEN, O_WRONLY), VFS_WANT_WRITE | VFS_WANT_READ);
+	assert_int_equal(vfs_want_of(SC_ACCESS_OPEN, O_RDONLY | O_TRUNC), VFS_WANT_WRITE | VFS_WANT_READ);
+	assert_int_equal(vfs_want_of(SC_ACCESS_OPEN, O_TMPFILE | O_RDWR), VFS_WANT_WRITE);
+	/* O_DIRECTORY alone is not O_TMPFILE, which contains it */
+	assert_int_equal(vfs_want_of(SC_ACCESS_OPEN, O_DIRECTORY), VFS_WANT_READ);
+	assert_int_equal(vfs_want_of(SC_ACCESS_AMODE, F_OK), 0);
+	assert_int_equal(vfs_want_of(SC_ACCESS_AMODE, R_OK | W_OK | X_OK),
+			 VFS_WANT_READ | VFS_WANT_WRITE | VFS_WANT_EXEC);
+	assert_int_equal(vfs_want_of(_SC_ACCESS_MAX, 0), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_want_of),
 		cmocka_unit_test_setup_teardown(test_directive_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_colon_escape, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unnamespaced_refusals, setup, teardown),

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The two context types of the core: struct sup_ctx, one run (made by sup.c before the
+ * listener arrives, shared by the notifier threads, the loop and the tracer threads),
+ * and struct sup_call, one notification on the notifier thread answering it (filled by
+ * the handlers of dispatch.c and sock.c, read by the records of proctrack.c). Types
+ * only: the files that use a context include this, not the code that fills it.
+ */
+#pragma once
+
+#include <limits.h>
+#include <pthread.h>
+#include <linux/seccomp.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "sc.h"
+#include "vfs.h"
+
+struct audit_writer;
+struct events;
+struct exectrace;
+struct net;
+struct proctrack;
+struct sup_net;
+struct tracee_cache;
+struct vfs_proc_ops;
+
+enum call_outcome {
+	CALL_REPLY,      /* reply with result / err */
+	CALL_ADDFD,      /* install fd (O_CLOEXEC per fd_flags) and return its number */
+	CALL_CONTINUE,   /* let the kernel run it (exec, chdir, personality, pids: see each) */
+	CALL_REPLIED,    /* the handler already replied (e.g. SETFD + reply) */
+};
+
+struct sup_counters {
+	atomic_uint_fast64_t notified, emulated, denied, continued, errors, gone;
+};
+
+/* State shared by the notifier threads and the main loop (sup.c). Read-only once the
+ * listener has arrived, except: the counters (atomic), the vfs and net layers (their
+ * own locks), the audit writer (its own lock), and netst, which is used under lock only
+ * (by handle_net() and by the main loop's net events and sync messages). */
+struct sup_ctx {
+	pthread_mutex_t lock;
+	int listener;
+	uint32_t arch;
+	bool namespaced;
+	bool verbose;
+	/* the kernel's view covers hidden content (namespaced, not --strict-hide, no broad
+	 * mapping of /dev's parent): a read-only open is continued after the check */
+	bool continue_ro_opens;
+	struct vfs *vfs;
+	struct net *net;
+	struct sup_net *netst;            /* sock.c: pending connects, the DNS socket */
+	int epfd;                         /* the loop's epoll set (sock.c adds sockets to it) */
+	struct audit_writer *audit;
+	struct proctrack *proctrack;      /* process records and sandbox ids (proctrack.c) */
+	struct events *events;            /* --events: live JSON lines, or NULL */
+	const struct vfs_proc_ops *proc;  /* the sandbox's pids (proc.c); NULL: none known */
+	pid_t init_host_pid;              /* namespaced: pid 1 of the sandbox, else 0 */
+	pid_t cmd_host_pid;
+	struct sup_counters n;
+	/* audit: a thread's comm is cached while this stays the same (read_comm()) */
+	atomic_uint comm_gen;
+	atomic_bool comm_nocache;         /* a /proc/.../comm was opened for writing */
+	/* per-syscall denial counts for the summary line */
+	atomic_uint denials_by_id[_SC_ID_MAX];
+	uint64_t start_mono_ns;
+	struct exectrace *exectrace;      /* exectrace.c: checks what an exec really ran */
+	/* sup_serve(): the runtime's own code (runc init) runs until the container's program
+	 * is exec'd; its calls before that are continued unexamined */
+	atomic_bool runtime_init;
+	/* test_hooks builds only: stretch the window before re-validation for these */
+	int test_delay_ms;
+	char test_delay_syscalls[128];
+};
+
+struct sup_call {
+	struct sup_ctx *s;
+	struct tracee_cache *tc;        /* the notifier thread's own */
+	const struct seccomp_notif *req;
+	const struct sc_entry *e;
+	pid_t tid;
+	uint64_t t0;
+
+	enum call_outcome outcome;
+	int64_t result;
+	int err;                /* errno for the program */
+	bool policy_denied;     /* err came from a rule, not from the host */
+	int fd;                 /* CALL_ADDFD: our fd to install (closed by dispatch) */
+	unsigned fd_flags;
+
+	char path[PATH_MAX];
+	char path2[PATH_MAX];
+	char addr[128];
+	char flags_text[128];
+	bool has_path, has_path2;
+	bool comm_changing;     /* an exec or PR_SET_NAME: the comm read now is not kept */
+	uint64_t exec_token;    /* an exec continued under watch (exectrace_armed()), or 0 */
+	struct vfs_verdict verdict;
+};

@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sup_filter_notifies() against the filters themselves: each of the three filters is
+ * built as moat builds it (sup_filter_build()) and its classic BPF program is run here,
+ * in a small interpreter, over every row of the syscall table with a few argument
+ * vectors. A row the program sends to the supervisor for some vector must be one the
+ * predicate names (else dispatch's check that every such row has a handler would miss
+ * it), and a row the predicate names must reach the supervisor for some vector.
+ */
+#include <errno.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <cmocka.h>
+
+#include "launch.h"
+#include "sc.h"
+
+/* The classic BPF a seccomp filter may hold (the kernel's seccomp_check_filter()). An
+ * instruction outside it fails the test: the interpreter must never guess. */
+static uint32_t run_bpf(const struct sock_fprog *prog, const struct seccomp_data *d)
+{
+	uint32_t A = 0, X = 0, M[BPF_MEMWORDS] = { 0 };
+
+	for (unsigned pc = 0; pc < prog->len; pc++) {
+		const struct sock_filter *f = &prog->filter[pc];
+		uint32_t src = BPF_SRC(f->code) == BPF_X ? X : f->k;
+		bool jump;
+
+		switch (BPF_CLASS(f->code)) {
+		case BPF_LD:
+			if (f->code == (BPF_LD | BPF_W | BPF_ABS)) {
+				assert_true(f->k % 4 == 0 && f->k < sizeof(*d));
+				memcpy(&A, (const char *)d + f->k, sizeof(A));
+			} else if (f->code == (BPF_LD | BPF_IMM)) {
+				A = f->k;
+			} else if (f->code == (BPF_LD | BPF_MEM)) {
+				assert_true(f->k < BPF_MEMWORDS);
+				A = M[f->k];
+			} else {
+				fail_msg("BPF_LD code %#x", f->code);
+			}
+			break;
+		case BPF_LDX:
+			if (f->code == (BPF_LDX | BPF_IMM))
+				X = f->k;
+			else if (f->code == (BPF_LDX | BPF_MEM) && f->k < BPF_MEMWORDS)
+				X = M[f->k];
+			else
+				fail_msg("BPF_LDX code %#x", f->code);
+			break;
+		case BPF_ST:
+		case BPF_STX:
+			assert_true(f->k < BPF_MEMWORDS);
+			M[f->k] = BPF_CLASS(f->code) == BPF_ST ? A : X;
+			break;
+		case BPF_ALU:
+			switch (BPF_OP(f->code)) {
+			case BPF_AND: A &= src; break;
+			case BPF_OR: A |= src; break;
+			case BPF_ADD: A += src; break;
+			case BPF_SUB: A -= src; break;
+			case BPF_LSH: A = src < 32 ? A << src : 0; break;
+			case BPF_RSH: A = src < 32 ? A >> src : 0; break;
+			case BPF_NEG: A = -A; break;
+			default: fail_msg("BPF_ALU code %#x", f->code);
+			}
+			break;
+		case BPF_JMP:
+			if (BPF_OP(f->code) == BPF_JA) {
+				pc += f->k;
+				break;
+			}
+			switch (BPF_OP(f->code)) {
+			case BPF_JEQ: jump = A == src; break;
+			case BPF_JGT: jump = A > src; break;
+			case BPF_JGE: jump = A >= src; break;
+			case BPF_JSET: jump = (A & src) != 0; break;
+			default: fail_msg("BPF_JMP code %#x", f->code); return 0;
+			}
+			pc += jump ? f->jt : f->jf;
+			break;
+		case BPF_RET:
+			return BPF_RVAL(f->code) == BPF_A ? A : f->k;
+		case BPF_MISC:
+			if (BPF_MISCOP(f->code) == BPF_TAX)
+				X = A;
+			else
+				A = X;
+			break;
+		default:
+			fail_msg("BPF code %#x", f->code);
+		}
+	}
+	fail_msg("the program ran off its end");
+	return 0;
+}
+
+/* Argument vectors that reach every argument rule add_arg_rules() writes: all zero (the
+ * caller's own pid, send() without an address), all one (another pid, an address,
+ * PRIO_PGRP), all PR_SET_NAME (prctl's one notified option). */
+static const uint64_t vectors[] = { 0, 1, PR_SET_NAME };
+
+static bool notified_by(const struct sock_fprog *prog, uint32_t arch, const struct sc_entry *e)
+{
+	for (size_t v = 0; v < sizeof(vectors) / sizeof(vectors[0]); v++) {
+		struct seccomp_data d = { .nr = e->nr, .arch = arch };
+
+		for (unsigned i = 0; i < 6; i++)
+			d.args[i] = vectors[v];
+		if ((run_bpf(prog, &d) & SECCOMP_RET_ACTION_FULL) == SECCOMP_RET_USER_NOTIF)
+			return true;
+	}
+	return false;
+}
+
+static void test_predicate_matches_filter(void **state)
+{
+	uint32_t arch = sc_native_arch();
+
+	(void)state;
+	for (enum sup_filter_kind k = 0; k < _SUP_FILTER_MAX; k++) {
+		struct sock_fprog prog = { 0 };
+		size_t notified = 0;
+
+		assert_int_equal(sup_filter_build(arch, k, &prog), 0);
+		assert_true(prog.len > 0);
+		for (size_t i = 0; i < sc_count(arch); i++) {
+			const struct sc_entry *e = sc_at(arch, i);
+			bool filter = notified_by(&prog, arch, e), predicate = sup_filter_notifies(e, k);
+
+			if (filter != predicate)
+				fail_msg("filter %d, %s: the filter %s it, sup_filter_notifies() says %s",
+					 (int)k, e->name, filter ? "notifies" : "does not notify",
+					 predicate ? "yes" : "no");
+			notified += filter;
+		}
+		assert_true(notified > 20);
+		/* the interpreter itself: a native call runs, an unknown number is refused */
+		{
+			struct seccomp_data d = { .nr = sc_by_id(arch, SC_read)->nr, .arch = arch };
+
+			assert_int_equal(run_bpf(&prog, &d), SECCOMP_RET_ALLOW);
+			d.nr = 1023;
+			assert_int_equal(run_bpf(&prog, &d), SECCOMP_RET_ERRNO | ENOSYS);
+		}
+		free(prog.filter);
+	}
+}
+
+/* The modes differ where the table says they do. */
+static void test_modes(void **state)
+{
+	uint32_t arch = sc_native_arch();
+	const struct sc_entry *stat = sc_by_id(arch, SC_newfstatat),
+			      *openat = sc_by_id(arch, SC_openat),
+			      *shmget = sc_by_id(arch, SC_shmget),
+			      *prctl = sc_by_id(arch, SC_prctl),
+			      *read = sc_by_id(arch, SC_read);
+
+	(void)state;
+	assert_false(sup_filter_notifies(stat, SUP_FILTER_NAMESPACED));
+	assert_true(sup_filter_notifies(stat, SUP_FILTER_STRICT_HIDE));
+	assert_true(sup_filter_notifies(stat, SUP_FILTER_UNNAMESPACED));
+	for (enum sup_filter_kind k = 0; k < _SUP_FILTER_MAX; k++) {
+		assert_true(sup_filter_notifies(openat, k));
+		assert_true(sup_filter_notifies(prctl, k));
+		assert_false(sup_filter_notifies(read, k));
+		assert_false(sup_filter_notifies(shmget, k));
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_predicate_matches_filter),
+		cmocka_unit_test(test_modes),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
