@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include "audit.h"
+#include "cli.h"
 
 struct tmp {
 	char dir[64];
@@ -1000,8 +1001,9 @@ static void test_percentile(void **state)
 
 /* ---- CLI ---- */
 
-/* Runs audit_cli in a child with stdout and stderr sent to a file, since stdout is
- * the TAP stream here. Returns the exit status; *out holds what it printed. */
+/* Runs `moat audit ARGS` (cmd_audit) in a child with stdout and stderr sent to a file,
+ * since stdout is the TAP stream here. Returns the exit status; *out holds what it
+ * printed. */
 static int run_cli(struct tmp *t, char **out, int argc, ...)
 {
 	char *argv[16], file[160];
@@ -1010,11 +1012,12 @@ static int run_cli(struct tmp *t, char **out, int argc, ...)
 	int st;
 	size_t len;
 
+	argv[0] = "audit";
 	va_start(ap, argc);
-	for (int i = 0; i < argc; i++)
+	for (int i = 1; i <= argc; i++)
 		argv[i] = va_arg(ap, char *);
 	va_end(ap);
-	argv[argc] = NULL;
+	argv[argc + 1] = NULL;
 	snprintf(file, sizeof(file), "%s/cli.out", t->dir);
 	fflush(NULL);
 	pid = fork();
@@ -1024,7 +1027,7 @@ static int run_cli(struct tmp *t, char **out, int argc, ...)
 
 		dup2(fd, 1);
 		dup2(fd, 2);
-		_exit(audit_cli(argc, argv));
+		_exit(cmd_audit(argc + 1, argv));
 	}
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	*out = (char *)slurp(file, &len);
