@@ -21,6 +21,8 @@
 #include <jansson.h>
 #include <msgpack.h>
 
+#include "error.h"
+
 struct audit_writer;
 
 struct audit_opts {
@@ -288,7 +290,8 @@ json_t *audit_json_to_ecs(const json_t *rec, const json_t *hdr);
  * ("syscall") or a schema key ("sc"). Values compare as text, so pid=12 and
  * decision=denied both work; errno matches the number or the name (EACCES). */
 struct audit_filter;
-int audit_filter_parse(const char *expr, struct audit_filter **ret, char *err, size_t errlen);
+/* -EINVAL with the reason in e ("'x' is not FIELD=VALUE, ..."), -ENOMEM. */
+int audit_filter_parse(const char *expr, struct audit_filter **ret, struct moat_error *e);
 bool audit_filter_match(const struct audit_filter *f, const json_t *rec);
 void audit_filter_free(struct audit_filter *f);
 

@@ -586,7 +586,7 @@ static int cmd_dump(int argc, char **argv)
 	json_t *hdr = NULL;
 	bool json = false, as_tree = false, ecs = false;
 	unsigned bad = 0;
-	char err[256];
+	struct moat_error err;
 	int k;
 
 	for (int i = 1; i < argc; i++) {
@@ -617,8 +617,8 @@ static int cmd_dump(int argc, char **argv)
 		return usage("dump: FILE missing");
 	if (json + as_tree + ecs > 1)
 		return usage("dump: one output format only");
-	if (expr && audit_filter_parse(expr, &filter, err, sizeof(err)) < 0) {
-		fprintf(stderr, "moat audit: --filter: %s\n", err);
+	if (expr && audit_filter_parse(expr, &filter, &err) < 0) {
+		fprintf(stderr, "moat audit: --filter: %s\n", moat_error_str(&err));
 		return EXIT_USAGE;
 	}
 	k = audit_reader_open(file, 0, &r);

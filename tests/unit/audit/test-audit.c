@@ -933,10 +933,10 @@ static void test_frame_timing(void **state)
 static bool fmatch(const char *expr, const json_t *j)
 {
 	struct audit_filter *f;
-	char err[128];
+	struct moat_error err;
 	bool m;
 
-	assert_int_equal(audit_filter_parse(expr, &f, err, sizeof(err)), 0);
+	assert_int_equal(audit_filter_parse(expr, &f, &err), 0);
 	m = audit_filter_match(f, j);
 	audit_filter_free(f);
 	return m;
@@ -948,7 +948,7 @@ static void test_filter(void **state)
 			      "openat", "decision", "denied", "pid", 12, "errno", 13, "errno_name",
 			      "EACCES", "path", "/etc/shadow file");
 	struct audit_filter *f;
-	char err[128];
+	struct moat_error err;
 
 	assert_true(fmatch("syscall=openat and decision=denied", j));
 	assert_false(fmatch("syscall=openat and decision=native", j));
@@ -969,12 +969,12 @@ static void test_filter(void **state)
 	assert_false(fmatch("addr~10.", j)); /* absent field */
 	assert_true(fmatch("", j));
 
-	assert_int_equal(audit_filter_parse("syscall", &f, err, sizeof(err)), -EINVAL);
-	assert_non_null(strstr(err, "syscall"));
-	assert_int_equal(audit_filter_parse("a=b c=d", &f, err, sizeof(err)), -EINVAL);
-	assert_int_equal(audit_filter_parse("a=b and", &f, err, sizeof(err)), -EINVAL);
-	assert_int_equal(audit_filter_parse("path=\"x", &f, err, sizeof(err)), -EINVAL);
-	assert_int_equal(audit_filter_parse("=x", &f, err, sizeof(err)), -EINVAL);
+	assert_int_equal(audit_filter_parse("syscall", &f, &err), -EINVAL);
+	assert_non_null(strstr(moat_error_str(&err), "syscall"));
+	assert_int_equal(audit_filter_parse("a=b c=d", &f, &err), -EINVAL);
+	assert_int_equal(audit_filter_parse("a=b and", &f, &err), -EINVAL);
+	assert_int_equal(audit_filter_parse("path=\"x", &f, &err), -EINVAL);
+	assert_int_equal(audit_filter_parse("=x", &f, &err), -EINVAL);
 	json_decref(j);
 }
 
