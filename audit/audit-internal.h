@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * audit internals shared by writer.c, reader.c, json.c, verify.c and cli.c. Not for other
+ * audit internals shared by writer.c, reader.c, json.c and verify.c. Not for other
  * modules: they use audit.h.
  */
 #pragma once
@@ -68,7 +68,6 @@ bool audit__get_u64(const msgpack_object *map, const char *key, uint64_t *ret);
 bool audit__get_i64(const msgpack_object *map, const char *key, int64_t *ret);
 bool audit__str_eq(const msgpack_object *o, const char *s);
 
-void audit__hex(char *out, const uint8_t *p, size_t n);
 
 /* JSON name of a schema key ("sc" -> "syscall"), or NULL. */
 const char *audit__long_name(const char *s);

@@ -21,6 +21,8 @@
 #include <jansson.h>
 #include <msgpack.h>
 
+#include "error.h"
+
 struct audit_writer;
 
 struct audit_opts {
@@ -166,9 +168,6 @@ int audit_proc(struct audit_writer *w, const struct audit_proc *p);
 int audit_writer_close(struct audit_writer *w, const struct audit_ftr *f);
 bool audit_wants_stacks(const struct audit_writer *w, enum audit_decision d);
 
-/* `moat audit SUBCOMMAND ...`: argv[0] is the subcommand. Returns the exit status. */
-int audit_cli(int argc, char **argv);
-
 /* ---- names ---- */
 
 const char *audit_decision_name(enum audit_decision d);        /* "denied", ... */
@@ -264,6 +263,11 @@ int audit_decode_proc(struct audit_reader *r, const struct audit_rec *rec,
 int audit_decode_ftr(struct audit_reader *r, const struct audit_rec *rec, struct audit_ftr *ret);
 int audit_decode_ckpt(const struct audit_rec *rec, struct audit_ckpt *ret);
 int audit_decode_sig(const struct audit_rec *rec, struct audit_sig *ret);
+/* One unsigned number of a record by its schema key ("wall", "drop"): false when the key
+ * is absent or not a number. For the fields the typed views above do not carry. */
+bool audit_rec_u64(const struct audit_rec *rec, const char *key, uint64_t *ret);
+/* n bytes as 2n lowercase hex digits and a NUL. */
+void audit_hex(char *out, const uint8_t *p, size_t n);
 
 /* ---- JSON and filters (what dump uses; replay/suggest may too) ---- */
 
@@ -286,7 +290,8 @@ json_t *audit_json_to_ecs(const json_t *rec, const json_t *hdr);
  * ("syscall") or a schema key ("sc"). Values compare as text, so pid=12 and
  * decision=denied both work; errno matches the number or the name (EACCES). */
 struct audit_filter;
-int audit_filter_parse(const char *expr, struct audit_filter **ret, char *err, size_t errlen);
+/* -EINVAL with the reason in e ("'x' is not FIELD=VALUE, ..."), -ENOMEM. */
+int audit_filter_parse(const char *expr, struct audit_filter **ret, struct moat_error *e);
 bool audit_filter_match(const struct audit_filter *f, const json_t *rec);
 void audit_filter_free(struct audit_filter *f);
 

@@ -162,7 +162,12 @@ bool audit__get_i64(const msgpack_object *map, const char *key, int64_t *ret)
 	return true;
 }
 
-void audit__hex(char *out, const uint8_t *p, size_t n)
+bool audit_rec_u64(const struct audit_rec *rec, const char *key, uint64_t *ret)
+{
+	return audit__get_u64(rec->obj, key, ret);
+}
+
+void audit_hex(char *out, const uint8_t *p, size_t n)
 {
 	static const char digits[] = "0123456789abcdef";
 

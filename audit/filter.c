@@ -13,7 +13,6 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,18 +44,6 @@ void audit_filter_free(struct audit_filter *f)
 	free(f);
 }
 
-_printf_(3, 4) static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
-
 /* Next word of *p, unquoting "..." anywhere in it; NULL at the end. */
 static char *next_word(const char **p, bool *bad_quote)
 {
@@ -85,7 +72,7 @@ static char *next_word(const char **p, bool *bad_quote)
 	return w;
 }
 
-int audit_filter_parse(const char *expr, struct audit_filter **ret, char *err, size_t errlen)
+int audit_filter_parse(const char *expr, struct audit_filter **ret, struct moat_error *e)
 {
 	struct audit_filter *f;
 	const char *p = expr ? expr : "";
@@ -95,7 +82,7 @@ int audit_filter_parse(const char *expr, struct audit_filter **ret, char *err, s
 
 	f = calloc(1, sizeof(*f));
 	if (!f)
-		return -ENOMEM;
+		return moat_error_errno(e, ENOMEM);
 	for (;;) {
 		bool bad_quote = false;
 		struct term t = { 0 };
@@ -105,7 +92,7 @@ int audit_filter_parse(const char *expr, struct audit_filter **ret, char *err, s
 		if (!w)
 			break;
 		if (bad_quote) {
-			r = fail(err, errlen, "unterminated quote in '%s'", w);
+			r = moat_error_set(e, EINVAL, "unterminated quote in '%s'", w);
 			break;
 		}
 		if (!want_term) {
@@ -115,12 +102,12 @@ int audit_filter_parse(const char *expr, struct audit_filter **ret, char *err, s
 				free(w);
 				continue;
 			}
-			r = fail(err, errlen, "expected 'and' or 'or' before '%s'", w);
+			r = moat_error_set(e, EINVAL, "expected 'and' or 'or' before '%s'", w);
 			break;
 		}
 		op = strpbrk(w, "=~!");
 		if (!op || op == w) {
-			r = fail(err, errlen, "'%s' is not FIELD=VALUE, FIELD!=VALUE or FIELD~TEXT", w);
+			r = moat_error_set(e, EINVAL, "'%s' is not FIELD=VALUE, FIELD!=VALUE or FIELD~TEXT", w);
 			break;
 		}
 		if (op[0] == '!' && op[1] == '=') {
@@ -133,7 +120,7 @@ int audit_filter_parse(const char *expr, struct audit_filter **ret, char *err, s
 			t.op = OP_HAS;
 			t.value = strdup(op + 1);
 		} else {
-			r = fail(err, errlen, "'%s': unknown operator", w);
+			r = moat_error_set(e, EINVAL, "'%s': unknown operator", w);
 			break;
 		}
 		*op = '\0';
@@ -142,7 +129,7 @@ int audit_filter_parse(const char *expr, struct audit_filter **ret, char *err, s
 		if (!t.field || !t.value) {
 			free(t.field);
 			free(t.value);
-			r = -ENOMEM;
+			r = moat_error_errno(e, ENOMEM);
 			break;
 		}
 		{
@@ -151,7 +138,7 @@ int audit_filter_parse(const char *expr, struct audit_filter **ret, char *err, s
 			if (!nt) {
 				free(t.field);
 				free(t.value);
-				r = -ENOMEM;
+				r = moat_error_errno(e, ENOMEM);
 				break;
 			}
 			f->terms = nt;
@@ -163,7 +150,7 @@ int audit_filter_parse(const char *expr, struct audit_filter **ret, char *err, s
 		new_group = false;
 	}
 	if (r == 0 && want_term && f->n > 0)
-		r = fail(err, errlen, "expression ends after 'and'/'or'");
+		r = moat_error_set(e, EINVAL, "expression ends after 'and'/'or'");
 	free(w);
 	if (r < 0) {
 		audit_filter_free(f);

@@ -174,7 +174,7 @@ static json_t *obj_to_json(const msgpack_object *o, const struct keymap *km, uns
 
 		if (!hex)
 			return NULL;
-		audit__hex(hex, (const uint8_t *)o->via.bin.ptr, o->via.bin.size);
+		audit_hex(hex, (const uint8_t *)o->via.bin.ptr, o->via.bin.size);
 		j = json_string(hex);
 		free(hex);
 		return j;

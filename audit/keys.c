@@ -66,7 +66,7 @@ static int write_key(const char *path, mode_t mode, const char *tag, const uint8
 	if (fd < 0)
 		return -errno;
 	len = snprintf(line, sizeof(line), "%s ", tag);
-	audit__hex(line + len, k, n);
+	audit_hex(line + len, k, n);
 	len += (int)(2 * n);
 	line[len++] = '\n';
 	if (write(fd, line, (size_t)len) != len) {

@@ -240,7 +240,7 @@ static void mod_notes(struct elf_mod *m, int fd, const Elf64_Phdr *ph)
 			break;
 		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
 		    memcmp(p + name, "GNU", 4) == 0 && nh.n_descsz <= 40) {
-			audit__hex(m->build_id, p + desc, nh.n_descsz);
+			audit_hex(m->build_id, p + desc, nh.n_descsz);
 			return;
 		}
 		off = desc + (((uint64_t)nh.n_descsz + 3) & ~3ull);

@@ -208,7 +208,7 @@ int audit_verify_run(const char *path, const uint8_t *pubkey, const char *run_id
 		const uint8_t *key = pubkey ? pubkey : sig.public_key;
 
 		audit__sig_message(msg, sig.chain);
-		audit__hex(hex, sig.public_key, sizeof(sig.public_key));
+		audit_hex(hex, sig.public_key, sizeof(sig.public_key));
 		if (crypto_sign_verify_detached(sig.signature, msg, sizeof(msg), key) != 0)
 			finding(&v, "signature does not verify with %s",
 				pubkey ? "the given key" : "the key in the stream");

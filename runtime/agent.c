@@ -134,12 +134,22 @@ static void kill_pidfd(int pidfd)
 		(void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
 }
 
+/* The agent's calls still report into a caller's buffer: r, with e's text copied there
+ * when r is an error. */
+static int errbuf_of(int r, const struct moat_error *e, char *err, size_t errlen)
+{
+	if (r < 0)
+		str_copy(err, errlen, moat_error_str(e));
+	return r;
+}
+
 /* A policy's text or a host path, into p (the container profile first, unless it says
  * `profile none`). */
 static int container_policy(const char *spec, struct policy *p, char *err, size_t errlen)
 {
 	struct policy user = { 0 };
 	_cleanup_close_ int mfd = -1;
+	struct moat_error pe;
 	char path[64];
 	const char *file = spec;
 	int r = 0;
@@ -159,7 +169,7 @@ static int container_policy(const char *spec, struct policy *p, char *err, size_
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", mfd);
 		file = path;
 	}
-	if (file && (r = policy_load_file(&user, file, err, errlen)) < 0)
+	if (file && (r = errbuf_of(policy_load_file(&user, file, &pe), &pe, err, errlen)) < 0)
 		goto out;
 	if (!user.profile_none) {
 		r = policy_add(p, "bind", "/", "container profile");
@@ -197,6 +207,7 @@ static int build_in_root(const struct policy *pol, pid_t pid, struct proc_map *p
 	struct policy host_pol = { .profile_none = true };
 	struct vfs *host_vfs = NULL;
 	struct net *unused = NULL;
+	struct moat_error pe;
 	int r = 0;
 
 	/* On the host: the network rules, their names resolved here (the container's
@@ -212,7 +223,8 @@ static int build_in_root(const struct policy *pol, pid_t pid, struct proc_map *p
 				       pol->items[i].origin);
 	}
 	if (r >= 0)
-		r = policy_apply(&host_pol, proc_map_init(pm), &host_vfs, &o->net, err, errlen);
+		r = errbuf_of(policy_apply(&host_pol, proc_map_init(pm), &host_vfs, &o->net, &pe),
+			      &pe, err, errlen);
 	if (r >= 0)
 		r = sup_net_prepare(host_vfs, o->net, false, ne, sizeof(ne), err, errlen);
 	vfs_free(host_vfs);
@@ -237,7 +249,8 @@ static int build_in_root(const struct policy *pol, pid_t pid, struct proc_map *p
 		r = -EIO;
 	} else {
 		/* Nothing here may load a library or ask NSS: the files are the image's. */
-		r = policy_apply(pol, proc_map_init(pm), &o->vfs, &unused, err, errlen);
+		r = errbuf_of(policy_apply(pol, proc_map_init(pm), &o->vfs, &unused, &pe), &pe, err,
+			      errlen);
 		if (r >= 0)
 			r = vfs_finalize(o->vfs, VFS_MODE_NAMESPACED, err, errlen);
 		net_free(unused);

@@ -48,37 +48,31 @@ static char *strip(char *s)
 	return s;
 }
 
-int policy_load_file(struct policy *p, const char *path, char *errbuf, size_t errlen)
+int policy_load_file(struct policy *p, const char *path, struct moat_error *e)
 {
 	_cleanup_fclose_ FILE *f = fopen(path, "re");
 	char line[8192];
 	bool header = false;
 	int lineno = 0;
 
-	if (!f) {
-		snprintf(errbuf, errlen, "%s: %s", path, strerror(errno));
-		return -errno;
-	}
+	if (!f)
+		return moat_error_set(e, errno, "%s: %s", path, strerror(errno));
 	while (fgets(line, sizeof(line), f)) {
 		char origin[PATH_MAX + 32], *s, *word, *arg;
 		int r;
 
 		lineno++;
-		if (!strchr(line, '\n') && !feof(f)) {
-			snprintf(errbuf, errlen, "%s:%d: line longer than %zu bytes", path, lineno,
-				 sizeof(line) - 2);
-			return -EINVAL;
-		}
+		if (!strchr(line, '\n') && !feof(f))
+			return moat_error_set(e, EINVAL, "%s:%d: line longer than %zu bytes", path, lineno,
+					      sizeof(line) - 2);
 		s = strip(line);
 		if (*s == '\0' || *s == '#')
 			continue;
 		if (!header) {
-			if (strcmp(s, "moat-policy 1") != 0) {
-				snprintf(errbuf, errlen,
-					 "%s:%d: a policy file starts with the line 'moat-policy 1'",
-					 path, lineno);
-				return -EINVAL;
-			}
+			if (strcmp(s, "moat-policy 1") != 0)
+				return moat_error_set(e, EINVAL,
+						      "%s:%d: a policy file starts with the line 'moat-policy 1'",
+						      path, lineno);
 			header = true;
 			continue;
 		}
@@ -89,26 +83,20 @@ int policy_load_file(struct policy *p, const char *path, char *errbuf, size_t er
 		arg = strip(arg);
 		snprintf(origin, sizeof(origin), "%s:%d", path, lineno);
 		r = policy_add(p, word, arg, origin);
-		if (r == -EINVAL) {
-			snprintf(errbuf, errlen, "%s: profile is 'default' or 'none', not '%s'", origin,
-				 arg);
-			return r;
-		}
-		if (r < 0) {
-			snprintf(errbuf, errlen, "%s: %s", origin, strerror(-r));
-			return r;
-		}
+		if (r == -EINVAL)
+			return moat_error_set(e, r, "%s: profile is 'default' or 'none', not '%s'", origin,
+					      arg);
+		if (r < 0)
+			return moat_error_set(e, r, "%s: %s", origin, strerror(-r));
 	}
-	if (!header) {
-		snprintf(errbuf, errlen, "%s: empty policy (a policy file starts with 'moat-policy 1')",
-			 path);
-		return -EINVAL;
-	}
+	if (!header)
+		return moat_error_set(e, EINVAL,
+				      "%s: empty policy (a policy file starts with 'moat-policy 1')", path);
 	return 0;
 }
 
-int policy_apply(const struct policy *p, const struct vfs_proc_ops *ops, struct vfs **ret_vfs, struct net **ret_net, char *errbuf,
-		 size_t errlen)
+int policy_apply(const struct policy *p, const struct vfs_proc_ops *ops, struct vfs **ret_vfs,
+		 struct net **ret_net, struct moat_error *e)
 {
 	struct vfs *v = NULL;
 	struct net *n = NULL;
@@ -120,15 +108,14 @@ int policy_apply(const struct policy *p, const struct vfs_proc_ops *ops, struct 
 		struct passwd *pw = getpwuid(getuid());
 		home = pw ? pw->pw_dir : "/";
 	}
-	if (!getcwd(cwd, sizeof(cwd))) {
-		snprintf(errbuf, errlen, "cannot read the current directory: %s", strerror(errno));
-		return -errno;
-	}
+	if (!getcwd(cwd, sizeof(cwd)))
+		return moat_error_set(e, errno, "cannot read the current directory: %s",
+				      strerror(errno));
 	r = vfs_new(ops, &v);
 	if (r >= 0)
 		r = net_new(&n);
 	if (r < 0) {
-		snprintf(errbuf, errlen, "out of memory");
+		r = moat_error_set(e, r, "out of memory");
 		goto fail;
 	}
 	if (!p->profile_none) {
@@ -137,7 +124,7 @@ int policy_apply(const struct policy *p, const struct vfs_proc_ops *ops, struct 
 				    "workspace (run from a project directory, or --bind one)");
 		r = vfs_add_default_profile(v, home, cwd);
 		if (r < 0) {
-			snprintf(errbuf, errlen, "default profile: %s", strerror(-r));
+			r = moat_error_set(e, r, "default profile: %s", strerror(-r));
 			goto fail;
 		}
 	}
@@ -151,22 +138,21 @@ int policy_apply(const struct policy *p, const struct vfs_proc_ops *ops, struct 
 		if (r == -ENOENT)
 			r = net_add_directive(n, it->word, it->arg, it->origin, msg, sizeof(msg));
 		if (r == -ENOENT) {
-			snprintf(errbuf, errlen, "%s: unknown directive '%s'", it->origin, it->word);
+			r = moat_error_set(e, EINVAL, "%s: unknown directive '%s'", it->origin, it->word);
 			goto fail;
 		}
 		if (r < 0) {
 			/* Messages from the modules may or may not carry the origin already. */
 			if (strncmp(msg, it->origin, strlen(it->origin)) == 0)
-				snprintf(errbuf, errlen, "%s", msg);
+				r = moat_error_set(e, r, "%s", msg);
 			else
-				snprintf(errbuf, errlen, "%s: %s", it->origin,
-					 msg[0] ? msg : strerror(-r));
+				r = moat_error_set(e, r, "%s: %s", it->origin, msg[0] ? msg : strerror(-r));
 			goto fail;
 		}
 	}
 	r = net_finalize(n, msg, sizeof(msg));
 	if (r < 0) {
-		snprintf(errbuf, errlen, "%s", msg);
+		r = moat_error_set(e, r, "%s", msg);
 		goto fail;
 	}
 	*ret_vfs = v;
@@ -175,7 +161,7 @@ int policy_apply(const struct policy *p, const struct vfs_proc_ops *ops, struct 
 fail:
 	vfs_free(v);
 	net_free(n);
-	return r < 0 ? r : -EINVAL;
+	return r;
 }
 
 int policy_canonical(const struct vfs *v, const struct net *n, char **ret_json, char ret_hash[65])

@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "error.h"
+
 struct vfs;
 struct net;
 struct vfs_proc_ops;
@@ -27,11 +29,12 @@ struct policy {
 };
 
 int policy_add(struct policy *p, const char *word, const char *arg, const char *origin);
-/* Read a policy file; on error, errbuf holds "FILE:LINE: message". */
-int policy_load_file(struct policy *p, const char *path, char *errbuf, size_t errlen);
-/* Build vfs and net from the default profile (unless `profile none`) and the items. */
+/* Read a policy file; on error, e says "FILE:LINE: message". */
+int policy_load_file(struct policy *p, const char *path, struct moat_error *e);
+/* Build vfs and net from the default profile (unless `profile none`) and the items; on
+ * error, e names the directive's origin ("FILE:LINE" or "--word") and the reason. */
 int policy_apply(const struct policy *p, const struct vfs_proc_ops *ops, struct vfs **ret_vfs,
-		 struct net **ret_net, char *errbuf, size_t errlen);
+		 struct net **ret_net, struct moat_error *e);
 /* Canonical JSON (sorted keys, compact) and its sha256 in hex. */
 int policy_canonical(const struct vfs *v, const struct net *n, char **ret_json, char ret_hash[65]);
 void policy_done(struct policy *p);

@@ -439,6 +439,7 @@ int replay_cli(int argc, char **argv)
 	struct audit_reader *rd = NULL;
 	const char *policy_path = NULL, *file;
 	char errbuf[1024], here[PATH_MAX], ne[512];
+	struct moat_error pe;
 	unsigned bad = 0;
 	int opt, r, status = EXIT_USAGE;
 
@@ -466,8 +467,8 @@ int replay_cli(int argc, char **argv)
 	file = argv[optind];
 	if (!getcwd(here, sizeof(here)))
 		snprintf(here, sizeof(here), ".");
-	if (policy_load_file(&pol, policy_path, errbuf, sizeof(errbuf)) < 0) {
-		fprintf(stderr, "moat audit replay: %s\n", errbuf);
+	if (policy_load_file(&pol, policy_path, &pe) < 0) {
+		fprintf(stderr, "moat audit replay: %s\n", moat_error_str(&pe));
 		return EXIT_USAGE;
 	}
 	r = audit_reader_open(file, 0, &rd);
@@ -504,8 +505,9 @@ int replay_cli(int argc, char **argv)
 				fprintf(stderr, "moat audit replay: the run's directory %s: %s; "
 					"deciding as if it ran in %s\n", R.ri.cwd, strerror(errno),
 					here);
-			r = policy_apply(&pol, proc_map_init(&pm), &R.vfs, &R.net, errbuf,
-					 sizeof(errbuf));
+			r = policy_apply(&pol, proc_map_init(&pm), &R.vfs, &R.net, &pe);
+			if (r < 0)
+				snprintf(errbuf, sizeof(errbuf), "%s", moat_error_str(&pe));
 			/* moat's own additions (the sandbox's resolv.conf or hosts file), and
 			 * exact names in allow-net rules resolved as at the run's start */
 			if (r >= 0)

@@ -450,6 +450,7 @@ static int limit_text(json_t *v, char *buf, size_t len)
 static int write_policy(const char *path, const char *text, char *err, size_t errlen)
 {
 	struct policy p = { 0 };
+	struct moat_error e;
 	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	size_t len = strlen(text);
 	int r;
@@ -462,17 +463,19 @@ static int write_policy(const char *path, const char *text, char *err, size_t er
 	}
 	close(fd);
 	/* The run would refuse it with exit 125; say why now, naming the line. */
-	r = policy_load_file(&p, path, err, errlen);
+	r = policy_load_file(&p, path, &e);
 	if (r >= 0) {
 		struct proc_map pm = { 0 };
 		struct vfs *v = NULL;
 		struct net *n = NULL;
 
-		r = policy_apply(&p, proc_map_init(&pm), &v, &n, err, errlen);
+		r = policy_apply(&p, proc_map_init(&pm), &v, &n, &e);
 		vfs_free(v);
 		net_free(n);
 	}
 	policy_done(&p);
+	if (r < 0)
+		str_copy(err, errlen, moat_error_str(&e));
 	return r;
 }
 

@@ -13,6 +13,7 @@
 #include <zstd.h>
 
 #include "audit.h"
+#include "cli.h"
 #include "fuzz.h"
 
 static void decode_all(const char *path, unsigned flags)
@@ -127,14 +128,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	decode_all(path, AUDIT_READ_UNKNOWN);
 	{
 		FILE *devnull = fopen("/dev/null", "we");
-		char *dump[] = { "dump", path, NULL }, *stats[] = { "stats", path, NULL };
+		char *dump[] = { "audit", "dump", path, NULL };
+		char *stats[] = { "audit", "stats", path, NULL };
 
 		if (!devnull)
 			abort();
 		(void)audit_verify(path, NULL, devnull);
 		fclose(devnull);
-		(void)audit_cli(2, dump);
-		(void)audit_cli(2, stats);
+		(void)cmd_audit(3, dump);
+		(void)cmd_audit(3, stats);
 	}
 	close(fd);
 	free(file);

@@ -31,18 +31,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct proc_map pm;
 	struct vfs *v = NULL;
 	struct net *n = NULL;
-	char path[64], err[1024], hash[65], *json = NULL;
+	struct moat_error err = { 0 };
+	char path[64], hash[65], *json = NULL;
 	int fd = fuzz_memfile(data, size, path, sizeof(path));
 
-	if (policy_load_file(&pol, path, err, sizeof(err)) == 0 &&
-	    policy_apply(&pol, proc_map_init(&pm), &v, &n, err, sizeof(err)) == 0) {
+	if (policy_load_file(&pol, path, &err) == 0 &&
+	    policy_apply(&pol, proc_map_init(&pm), &v, &n, &err) == 0) {
 		if (policy_canonical(v, n, &json, hash) == 0 && strlen(hash) != 64)
 			abort();
 		free(json);
 		vfs_free(v);
 		net_free(n);
 	}
-	if (strnlen(err, sizeof(err)) == sizeof(err))
+	if (strnlen(err.msg, sizeof(err.msg)) == sizeof(err.msg))
 		abort();
 	policy_done(&pol);
 	close(fd);

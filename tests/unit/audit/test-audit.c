@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include "audit.h"
+#include "cli.h"
 
 struct tmp {
 	char dir[64];
@@ -932,10 +933,10 @@ static void test_frame_timing(void **state)
 static bool fmatch(const char *expr, const json_t *j)
 {
 	struct audit_filter *f;
-	char err[128];
+	struct moat_error err;
 	bool m;
 
-	assert_int_equal(audit_filter_parse(expr, &f, err, sizeof(err)), 0);
+	assert_int_equal(audit_filter_parse(expr, &f, &err), 0);
 	m = audit_filter_match(f, j);
 	audit_filter_free(f);
 	return m;
@@ -947,7 +948,7 @@ static void test_filter(void **state)
 			      "openat", "decision", "denied", "pid", 12, "errno", 13, "errno_name",
 			      "EACCES", "path", "/etc/shadow file");
 	struct audit_filter *f;
-	char err[128];
+	struct moat_error err;
 
 	assert_true(fmatch("syscall=openat and decision=denied", j));
 	assert_false(fmatch("syscall=openat and decision=native", j));
@@ -968,12 +969,12 @@ static void test_filter(void **state)
 	assert_false(fmatch("addr~10.", j)); /* absent field */
 	assert_true(fmatch("", j));
 
-	assert_int_equal(audit_filter_parse("syscall", &f, err, sizeof(err)), -EINVAL);
-	assert_non_null(strstr(err, "syscall"));
-	assert_int_equal(audit_filter_parse("a=b c=d", &f, err, sizeof(err)), -EINVAL);
-	assert_int_equal(audit_filter_parse("a=b and", &f, err, sizeof(err)), -EINVAL);
-	assert_int_equal(audit_filter_parse("path=\"x", &f, err, sizeof(err)), -EINVAL);
-	assert_int_equal(audit_filter_parse("=x", &f, err, sizeof(err)), -EINVAL);
+	assert_int_equal(audit_filter_parse("syscall", &f, &err), -EINVAL);
+	assert_non_null(strstr(moat_error_str(&err), "syscall"));
+	assert_int_equal(audit_filter_parse("a=b c=d", &f, &err), -EINVAL);
+	assert_int_equal(audit_filter_parse("a=b and", &f, &err), -EINVAL);
+	assert_int_equal(audit_filter_parse("path=\"x", &f, &err), -EINVAL);
+	assert_int_equal(audit_filter_parse("=x", &f, &err), -EINVAL);
 	json_decref(j);
 }
 
@@ -1000,8 +1001,9 @@ static void test_percentile(void **state)
 
 /* ---- CLI ---- */
 
-/* Runs audit_cli in a child with stdout and stderr sent to a file, since stdout is
- * the TAP stream here. Returns the exit status; *out holds what it printed. */
+/* Runs `moat audit ARGS` (cmd_audit) in a child with stdout and stderr sent to a file,
+ * since stdout is the TAP stream here. Returns the exit status; *out holds what it
+ * printed. */
 static int run_cli(struct tmp *t, char **out, int argc, ...)
 {
 	char *argv[16], file[160];
@@ -1010,11 +1012,12 @@ static int run_cli(struct tmp *t, char **out, int argc, ...)
 	int st;
 	size_t len;
 
+	argv[0] = "audit";
 	va_start(ap, argc);
-	for (int i = 0; i < argc; i++)
+	for (int i = 1; i <= argc; i++)
 		argv[i] = va_arg(ap, char *);
 	va_end(ap);
-	argv[argc] = NULL;
+	argv[argc + 1] = NULL;
 	snprintf(file, sizeof(file), "%s/cli.out", t->dir);
 	fflush(NULL);
 	pid = fork();
@@ -1024,7 +1027,7 @@ static int run_cli(struct tmp *t, char **out, int argc, ...)
 
 		dup2(fd, 1);
 		dup2(fd, 2);
-		_exit(audit_cli(argc, argv));
+		_exit(cmd_audit(argc + 1, argv));
 	}
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	*out = (char *)slurp(file, &len);

@@ -49,6 +49,28 @@ static const char *write_policy(const char *content)
 	return p;
 }
 
+/* The calls with their struct moat_error's text in err, which the checks below read. */
+static int load_file(struct policy *p, const char *path, char *err, size_t errlen)
+{
+	struct moat_error e = { 0 };
+	int r = policy_load_file(p, path, &e);
+
+	assert_int_equal(r < 0, e.err != 0);
+	snprintf(err, errlen, "%s", r < 0 ? moat_error_str(&e) : "");
+	return r;
+}
+
+static int apply_items(const struct policy *p, struct proc_map *pm, struct vfs **v, struct net **n,
+		 char *err, size_t errlen)
+{
+	struct moat_error e = { 0 };
+	int r = policy_apply(p, proc_map_init(pm), v, n, &e);
+
+	assert_int_equal(r < 0, e.err != 0);
+	snprintf(err, errlen, "%s", r < 0 ? moat_error_str(&e) : "");
+	return r;
+}
+
 static int load(const char *content, struct policy *p, char *err, size_t errlen,
 		const char **ret_path)
 {
@@ -57,7 +79,7 @@ static int load(const char *content, struct policy *p, char *err, size_t errlen,
 	if (ret_path)
 		*ret_path = path;
 	err[0] = '\0';
-	return policy_load_file(p, path, err, errlen);
+	return load_file(p, path, err, errlen);
 }
 
 /* err must be exactly "PATH:LINE: msg". */
@@ -100,7 +122,7 @@ static void test_header_required(void **state)
 	policy_done(&p);
 
 	/* A missing file says so with the path. */
-	assert_int_equal(policy_load_file(&p, "/nonexistent/moat/x.moat", err, sizeof(err)),
+	assert_int_equal(load_file(&p, "/nonexistent/moat/x.moat", err, sizeof(err)),
 			 -ENOENT);
 	assert_string_equal(err, "/nonexistent/moat/x.moat: No such file or directory");
 }
@@ -209,7 +231,7 @@ static void test_bad_profile_leaks_nothing(void **state)
 
 	(void)state;
 #ifdef UNDER_ASAN
-	assert_int_equal(policy_load_file(&p, path, err, sizeof(err)), -EINVAL);
+	assert_int_equal(load_file(&p, path, err, sizeof(err)), -EINVAL);
 	policy_done(&p);
 	assert_int_equal(__lsan_do_recoverable_leak_check(), 0);
 #else
@@ -218,23 +240,23 @@ static void test_bad_profile_leaks_nothing(void **state)
 	if (!in_use_is_exact())
 		skip(); /* GLIBC_TUNABLES could not switch the tcache off */
 	/* Warm up: stdio, strerror and friends may allocate once. */
-	assert_int_equal(policy_load_file(&p, path, err, sizeof(err)), -EINVAL);
+	assert_int_equal(load_file(&p, path, err, sizeof(err)), -EINVAL);
 	policy_done(&p);
 
 	/* Control: a good policy file and policy_done() leave in_use() where it was. */
 	{
 		const char *good = write_policy("moat-policy 1\nprofile none\nhide .env\n");
 
-		assert_int_equal(policy_load_file(&p, good, err, sizeof(err)), 0);
+		assert_int_equal(load_file(&p, good, err, sizeof(err)), 0);
 		policy_done(&p);
 		before = in_use();
-		assert_int_equal(policy_load_file(&p, good, err, sizeof(err)), 0);
+		assert_int_equal(load_file(&p, good, err, sizeof(err)), 0);
 		policy_done(&p);
 		assert_int_equal(in_use(), before);
 	}
 
 	before = in_use();
-	assert_int_equal(policy_load_file(&p, path, err, sizeof(err)), -EINVAL);
+	assert_int_equal(load_file(&p, path, err, sizeof(err)), -EINVAL);
 	policy_done(&p);
 	if (in_use() != before)
 		fail_msg("policy_load_file + policy_done leaked %zu bytes on 'profile strict'",
@@ -301,7 +323,7 @@ static int apply(const char *content, struct vfs **v, struct net **n, char *err,
 	assert_int_equal(r, 0);
 	*v = NULL;
 	*n = NULL;
-	r = policy_apply(&p, proc_map_init(&pm), v, n, err, errlen);
+	r = apply_items(&p, &pm, v, n, err, errlen);
 	policy_done(&p);
 	return r;
 }
@@ -353,7 +375,7 @@ static void test_apply_unknown_directive(void **state)
 		assert_int_equal(policy_add(&p, "frobnicate", "/x", "--frobnicate"), 0);
 		v = NULL;
 		n = NULL;
-		assert_true(policy_apply(&p, proc_map_init(&pm), &v, &n, err, sizeof(err)) < 0);
+		assert_true(apply_items(&p, &pm, &v, &n, err, sizeof(err)) < 0);
 		assert_string_equal(err, "--frobnicate: unknown directive 'frobnicate'");
 		assert_null(v);
 		policy_done(&p);
@@ -399,8 +421,8 @@ static void canon(const char *path, char hash[65], char **json)
 	struct net *n = NULL;
 	char err[512] = "";
 
-	assert_int_equal(policy_load_file(&p, path, err, sizeof(err)), 0);
-	assert_int_equal(policy_apply(&p, proc_map_init(&pm), &v, &n, err, sizeof(err)), 0);
+	assert_int_equal(load_file(&p, path, err, sizeof(err)), 0);
+	assert_int_equal(apply_items(&p, &pm, &v, &n, err, sizeof(err)), 0);
 	policy_done(&p);
 	assert_int_equal(policy_canonical(v, n, json, hash), 0);
 	assert_int_equal(strlen(hash), 64);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `moat audit SUBCOMMAND`: dump, stats, verify, keygen. replay and suggest need the
- * policy code and live in interposer/, on top of the reader API.
+ * `moat audit SUBCOMMAND`: dump, stats, verify, keygen, on top of audit.h's reader,
+ * JSON, filter and verify API; replay and suggest (replay.c) also need the policy code.
  *
  * Exit status: 0 ok, 1 findings (verify failed, or dump/stats met a damaged stream —
  * they still print every record they could read), 2 usage.
@@ -12,8 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "audit-internal.h"
+#include "audit.h"
 #include "cleanup.h"
+#include "cli.h"
+#include "macros.h"
+#include "replay.h"
 
 #define EXIT_FINDINGS 1
 #define EXIT_USAGE 2
@@ -229,7 +232,7 @@ static void print_proc(FILE *out, const struct audit_proc *p)
 	if (p->sha256) {
 		char hex[65];
 
-		audit__hex(hex, p->sha256, 32);
+		audit_hex(hex, p->sha256, 32);
 		fprintf(out, " sha256=%s", hex);
 	}
 	if (p->event == AUDIT_PROC_EXEC) {
@@ -326,10 +329,10 @@ static void print_human(FILE *out, struct audit_reader *r, const struct audit_re
 	}
 	case AUDIT_REC_CKPT: {
 		struct audit_ckpt c;
-		char hex[2 * AUDIT_HASH_BYTES + 1];
+		char hex[2 * sizeof(c.chain) + 1];
 
 		audit_decode_ckpt(rec, &c);
-		audit__hex(hex, c.chain, 8);
+		audit_hex(hex, c.chain, 8);
 		fprintf(out, "-- frame %" PRIu64 " at byte %" PRIu64 ": %" PRIu64 " records, %" PRIu64
 			     " dropped, chain %s...\n",
 			rec->frame, rec->frame_offset, c.records, c.dropped, hex);
@@ -366,7 +369,7 @@ static void print_human(FILE *out, struct audit_reader *r, const struct audit_re
 
 		if (audit_decode_sig(rec, &s) < 0)
 			return;
-		audit__hex(hex, s.public_key, sizeof(s.public_key));
+		audit_hex(hex, s.public_key, sizeof(s.public_key));
 		fprintf(out, "# signed (ed25519) by %s\n", hex);
 		break;
 	}
@@ -583,7 +586,7 @@ static int cmd_dump(int argc, char **argv)
 	json_t *hdr = NULL;
 	bool json = false, as_tree = false, ecs = false;
 	unsigned bad = 0;
-	char err[256];
+	struct moat_error err;
 	int k;
 
 	for (int i = 1; i < argc; i++) {
@@ -614,8 +617,8 @@ static int cmd_dump(int argc, char **argv)
 		return usage("dump: FILE missing");
 	if (json + as_tree + ecs > 1)
 		return usage("dump: one output format only");
-	if (expr && audit_filter_parse(expr, &filter, err, sizeof(err)) < 0) {
-		fprintf(stderr, "moat audit: --filter: %s\n", err);
+	if (expr && audit_filter_parse(expr, &filter, &err) < 0) {
+		fprintf(stderr, "moat audit: --filter: %s\n", moat_error_str(&err));
 		return EXIT_USAGE;
 	}
 	k = audit_reader_open(file, 0, &r);
@@ -635,8 +638,8 @@ static int cmd_dump(int argc, char **argv)
 			continue;
 		}
 		if (rec.type == AUDIT_REC_HDR && !tb.valid) {
-			tb.valid = audit__get_u64(rec.obj, "wall", &tb.wall_ns) &&
-				   audit__get_u64(rec.obj, "mono", &tb.mono_ns);
+			tb.valid = audit_rec_u64(&rec, "wall", &tb.wall_ns) &&
+				   audit_rec_u64(&rec, "mono", &tb.mono_ns);
 		}
 		if (json || filter || ecs) {
 			j = audit_rec_to_json(&rec, &tb);
@@ -825,7 +828,7 @@ static int cmd_stats(int argc, char **argv)
 		if (rec.type == AUDIT_REC_PROC)
 			n_proc++;
 		if (rec.type == AUDIT_REC_CKPT)
-			audit__get_u64(rec.obj, "drop", &dropped);
+			audit_rec_u64(&rec, "drop", &dropped);
 		if (rec.type != AUDIT_REC_SYS || audit_decode_sys(r, &rec, &s) < 0)
 			continue;
 		n_sys++;
@@ -966,10 +969,17 @@ static int cmd_keygen(int argc, char **argv)
 	return 0;
 }
 
-int audit_cli(int argc, char **argv)
+/* argv[0] is "audit", argv[1] the tool. */
+int cmd_audit(int argc, char **argv)
 {
+	argc--;
+	argv++;
 	if (argc < 1 || !argv[0])
 		return usage(NULL);
+	if (streq(argv[0], "replay"))
+		return replay_cli(argc, argv);
+	if (streq(argv[0], "suggest"))
+		return suggest_cli(argc, argv);
 	if (streq(argv[0], "dump"))
 		return cmd_dump(argc, argv);
 	if (streq(argv[0], "stats"))
