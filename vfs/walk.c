@@ -552,6 +552,54 @@ static int deleted_target(const struct vfs *v, struct vfs__walk *w, const char *
 	return 1;
 }
 
+/* The walk's buffers, from here on room for paths up to VFS__LONG_MAX: vpath, a
+ * component's path (walk_step()) or a long link target, and the rest to walk, in one
+ * block, their contents kept. Only a walk that meets such a path pays for it. */
+#define LONG_BUF_SIZE (VFS__LONG_MAX * 2 + (2 * VFS__LONG_MAX + 2))
+static int go_long(struct vfs__walk *w, char **rem, size_t *remcap)
+{
+	char *b;
+
+	if (w->long_buf)
+		return 0;
+	b = malloc(LONG_BUF_SIZE);
+	if (!b)
+		return -ENOMEM;
+	memcpy(b, w->vpath, w->vlen + 1);
+	memcpy(b + 2 * VFS__LONG_MAX, *rem, strlen(*rem) + 1);
+	w->long_buf = b;
+	w->vpath = b;
+	w->vcap = VFS__LONG_MAX;
+	*rem = b + 2 * VFS__LONG_MAX;
+	*remcap = LONG_BUF_SIZE - 2 * VFS__LONG_MAX;
+	return 0;
+}
+
+/*
+ * A magic link (/proc/<pid>/fd/N, cwd) to a directory deeper than PATH_MAX, which readlink
+ * cannot print: the directory is named by climbing (vfs_dir_vpath()) and the walk goes on
+ * in long buffers, from that path, deciding every component as for any other target.
+ * Other objects that deep have no name the walk could decide on: ENAMETOOLONG, as before.
+ */
+static int deep_link_target(struct vfs__walk *w, char **rem, size_t *remcap, const char **ret)
+{
+	int fd, r;
+
+	if (!w->mount || !w->mount->is_proc || w->proc_depth < 2 || w->dirfd < 0)
+		return -ENAMETOOLONG;
+	fd = openat(w->dirfd, w->hname, O_PATH | O_DIRECTORY | O_CLOEXEC); /* follows it */
+	if (fd < 0)
+		return errno == ENOTDIR ? -ENAMETOOLONG : negative_errno();
+	r = go_long(w, rem, remcap);
+	if (r == 0)
+		r = vfs_dir_vpath(fd, w->long_buf + w->vcap, w->vcap);
+	close(fd);
+	if (r < 0)
+		return r;
+	*ret = w->long_buf + w->vcap;
+	return 0;
+}
+
 /* The length of the canonical parent of w->vpath ("/" for a top-level name). */
 static size_t parent_len(const struct vfs__walk *w)
 {
@@ -612,17 +660,12 @@ static int walk_once(const struct vfs *v, const struct vfs_caller *c, const char
 	}
 	if (!(path[0] == '/' && !(resolve & RESOLVE_IN_ROOT)) &&
 	    strlen(c->base) + plen + 2 > PATH_MAX) {
-		/* a base deeper than PATH_MAX (vfs_dir_vpath()): the path, each component's
-		 * path and the rest of the walk get room up to VFS__LONG_MAX, one block */
+		/* a base deeper than PATH_MAX (vfs_dir_vpath()) */
 		if (strlen(c->base) + plen + 2 > VFS__LONG_MAX)
 			return -ENAMETOOLONG;
-		w->long_buf = malloc(VFS__LONG_MAX * 2 + (2 * VFS__LONG_MAX + 2));
-		if (!w->long_buf)
-			return -ENOMEM;
-		w->vpath = w->long_buf;
-		w->vcap = VFS__LONG_MAX;
-		rem = w->long_buf + 2 * VFS__LONG_MAX;
-		remcap = 2 * VFS__LONG_MAX + 2;
+		rem[0] = '\0';
+		if ((r = go_long(w, &rem, &remcap)) < 0)
+			return r;
 	}
 	if (path[0] == '/' && !(resolve & RESOLVE_IN_ROOT))
 		str_copy(rem, remcap, path);
@@ -688,27 +731,32 @@ static int walk_once(const struct vfs *v, const struct vfs_caller *c, const char
 			break;
 		{
 			bool magic;
-			const char *parent;
+			const char *parent, *tgt = target;
 			size_t lp, lt, lr;
 
 			if (--budget < 0 || (resolve & RESOLVE_NO_SYMLINKS))
 				return -ELOOP;
-			if ((r = link_target(v, w, target, sizeof(target), &magic)) < 0)
+			r = link_target(v, w, target, sizeof(target), &magic);
+			if (r == -ENAMETOOLONG) {
+				r = deep_link_target(w, &rem, &remcap, &tgt);
+				magic = r == 0;
+			}
+			if (r < 0)
 				return r;
 			if (magic && (resolve & RESOLVE_NO_MAGICLINKS))
 				return -ELOOP;
 			/* the kernel's nd_jump_link(): not safe for scoped lookups */
 			if (magic && (resolve & (RESOLVE_IN_ROOT | RESOLVE_BENEATH)))
 				return -EXDEV;
-			if (magic && (r = deleted_target(v, w, target, last)) != 0) {
+			if (magic && (r = deleted_target(v, w, tgt, last)) != 0) {
 				if (r < 0)
 					return r;
 				break;
 			}
-			if (magic && target[0] != '/') {
+			if (magic && tgt[0] != '/') {
 				int nfd;
 
-				if (!last || !anon_object(target))
+				if (!last || !anon_object(tgt))
 					return -ENOENT;
 				nfd = openat(w->dirfd, w->hname, O_PATH | O_CLOEXEC);
 				if (nfd < 0)
@@ -721,11 +769,11 @@ static int walk_once(const struct vfs *v, const struct vfs_caller *c, const char
 				w->st_full = true;
 				break;
 			}
-			if (target[0] == '\0')
+			if (tgt[0] == '\0')
 				return -ENOENT;
-			if (target[0] == '/' && (resolve & RESOLVE_BENEATH))
+			if (tgt[0] == '/' && (resolve & RESOLVE_BENEATH))
 				return -EXDEV;
-			if (target[0] == '/') {
+			if (tgt[0] == '/') {
 				/* absolute means the virtual root (RESOLVE_IN_ROOT: the dirfd) */
 				parent = streq(root, "/") ? "" : root;
 				lp = strlen(parent);
@@ -735,14 +783,14 @@ static int walk_once(const struct vfs *v, const struct vfs_caller *c, const char
 			}
 			/* rem = parent / target / rest (rest keeps a trailing slash), in place:
 			 * the rest moves, parent and target lie outside rem */
-			lt = strlen(target);
+			lt = strlen(tgt);
 			lr = strlen(rem + pos);
 			if (lp + lt + lr + 3 > remcap)
 				return -ENAMETOOLONG;
 			memmove(rem + lp + lt + 2, rem + pos, lr + 1);
 			memcpy(rem, parent, lp);
 			rem[lp] = '/';
-			memcpy(rem + lp + 1, target, lt);
+			memcpy(rem + lp + 1, tgt, lt);
 			rem[lp + 1 + lt] = '/';
 			pos = 0;
 			if ((r = walk_reset(v, w)) < 0)
