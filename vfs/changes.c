@@ -353,14 +353,6 @@ _public_ int vfs_changes_foreach_limited(struct vfs *v, const struct vfs_hash_li
 
 /* --- getdents64 ------------------------------------------------------------------------ */
 
-struct linux_dirent64 {
-	uint64_t d_ino;
-	int64_t d_off;
-	unsigned short d_reclen;
-	unsigned char d_type;
-	char d_name[];
-};
-
 /*
  * Whether the entry name in directory dir (canonical) is visible, and for /proc pids the
  * name to show instead (sandbox numbering; out must hold it).

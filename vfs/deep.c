@@ -26,14 +26,6 @@
 #include "macros.h"
 #include "vfs-internal.h"
 
-struct linux_dirent64 {
-	uint64_t d_ino;
-	int64_t d_off;
-	unsigned short d_reclen;
-	unsigned char d_type;
-	char d_name[];
-};
-
 /* The name of the entry of dir whose inode is st's, into name; -ENOENT when none. The
  * inode in a directory entry can differ from the object's (a mount point, an overlay
  * without xino), so an entry is taken only once fstatat() confirms it, and when no entry

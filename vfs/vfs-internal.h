@@ -16,6 +16,7 @@
 #pragma once
 
 #include <pthread.h>
+#include <stdint.h>
 
 #include "macros.h"
 #include "vfs.h"
@@ -179,6 +180,15 @@ struct vfs__dent *vfs__dcache_put(struct vfs__dcache *dc, const char *vpath, siz
 void vfs__dcache_release(struct vfs__dcache *dc, struct vfs__dent *e, bool stale);
 int vfs__dent_fd(const struct vfs__dent *e);
 bool vfs__dent_same(const struct vfs__dent *e, const struct stat *st);
+
+/* a getdents64 record (changes.c filters them, deep.c reads them) */
+struct linux_dirent64 {
+	uint64_t d_ino;
+	int64_t d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
 
 /* walk.c */
 enum {
