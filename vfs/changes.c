@@ -346,14 +346,6 @@ _public_ int vfs_changes_foreach_limited(struct vfs *v, const struct vfs_hash_li
 
 /* --- getdents64 ------------------------------------------------------------------------ */
 
-struct linux_dirent64 {
-	uint64_t d_ino;
-	int64_t d_off;
-	unsigned short d_reclen;
-	unsigned char d_type;
-	char d_name[];
-};
-
 /*
  * Whether the entry name in directory dir (canonical) is visible, and for /proc pids the
  * name to show instead (sandbox numbering; out must hold it).
@@ -361,14 +353,23 @@ struct linux_dirent64 {
 static bool entry_visible(const struct vfs *v, const char *dir, const struct vfs__rule *dm,
                           bool implicit, const char *name, ino_t ino, char *out, size_t outlen)
 {
-	char p[PATH_MAX];
+	char pbuf[PATH_MAX];
+	_cleanup_free_ char *heap = NULL;
+	char *p = pbuf;
+	size_t need = strlen(dir) + strlen(name) + 2;
 	const struct vfs__rule *ex, *h;
 
 	out[0] = '\0';
 	if (streq(name, ".") || streq(name, ".."))
 		return true;
-	if ((size_t)snprintf(p, sizeof(p), "%s/%s", streq(dir, "/") ? "" : dir, name) >= sizeof(p))
-		return false;
+	if (need > sizeof(pbuf)) {
+		/* a directory deeper than PATH_MAX (vfs_dir_vpath()): its entries are
+		 * matched whole as well, or hidden when that cannot be done */
+		if (!(heap = malloc(need)))
+			return false;
+		p = heap;
+	}
+	snprintf(p, need, "%s/%s", streq(dir, "/") ? "" : dir, name);
 	ex = vfs__mount_exact(v, p);
 	if (implicit && !ex && !vfs__is_implicit(v, p))
 		return false;

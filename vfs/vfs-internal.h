@@ -16,6 +16,7 @@
 #pragma once
 
 #include <pthread.h>
+#include <stdint.h>
 
 #include "macros.h"
 #include "vfs.h"
@@ -180,6 +181,15 @@ void vfs__dcache_release(struct vfs__dcache *dc, struct vfs__dent *e, bool stale
 int vfs__dent_fd(const struct vfs__dent *e);
 bool vfs__dent_same(const struct vfs__dent *e, const struct stat *st);
 
+/* a getdents64 record (changes.c filters them, deep.c reads them) */
+struct linux_dirent64 {
+	uint64_t d_ino;
+	int64_t d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
 /* walk.c */
 enum {
 	VFS__NOFOLLOW = 1u << 0, /* do not follow a symlink in the last component */
@@ -191,9 +201,18 @@ enum {
 	                            one under a hidden directory, says EACCES, not ENOENT */
 };
 
+/* A virtual path longer than PATH_MAX (a directory the caller reached by relative steps,
+ * named from its cwd or a dirfd: vfs_dir_vpath()) is walked too, up to this length, in
+ * buffers the walk allocates for that case only; past it the walk says ENAMETOOLONG. */
+#define VFS__LONG_MAX VFS_DEEP_MAX
+
 struct vfs__walk {
-	char vpath[PATH_MAX];       /* canonical virtual path of the last component */
-	size_t vlen;
+	char *vpath;                /* canonical virtual path of the last component: vbuf, or
+	                               long_buf when it may grow past PATH_MAX */
+	size_t vlen, vcap;          /* its length and the room it has */
+	char vbuf[PATH_MAX];
+	char *long_buf;             /* heap, a long walk only: vpath, a component's path and
+	                               the rest of the path to walk (freed by vfs__walk_done()) */
 	int dirfd;                  /* O_PATH fd of the directory holding it (-1 for a mount root) */
 	bool dirfd_owned;
 	struct vfs__dent *dirfd_ent; /* dirfd is this cache entry's (pinned), not ours */

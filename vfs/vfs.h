@@ -377,6 +377,21 @@ bool vfs_dir_needs_filter(const struct vfs *v, const char *dir_vpath);
  * Returns -ENOENT when it lies outside every mapping. */
 int vfs_host_to_virtual(const struct vfs *v, const char *host, char *buf, size_t len);
 
+/*
+ * The path of a directory deeper than procfs prints (readlink of /proc/<pid>/cwd or
+ * fd/N says ENAMETOOLONG past PATH_MAX), for a relative path the sandbox resolves from
+ * it: fd is an O_PATH fd of that directory (opened through the caller's procfs link).
+ * The directories below the deepest ancestor procfs can print are named by climbing ".."
+ * and finding each child's name by its inode. The path is printed as procfs prints it
+ * to the supervisor (the virtual path in either mode, see dir_base() in the interposer),
+ * and it is only a starting point: the walk decides the policy on every component again,
+ * so a rename while it climbs can make the path name another directory or none, never
+ * let a rule be skipped. Returns the length (up to VFS_DEEP_MAX - 1), or -ENAMETOOLONG
+ * (deeper than that), -ENOENT (unlinked, or a name not found), -errno.
+ */
+#define VFS_DEEP_MAX (8 * PATH_MAX)
+int vfs_dir_vpath(int fd, char *buf, size_t len);
+
 /* --- the change set ---------------------------------------------------------------- */
 
 enum vfs_change_kind { VFS_CHANGE_CREATED, VFS_CHANGE_WRITTEN, VFS_CHANGE_DELETED,

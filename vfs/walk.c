@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,8 @@ static void walk_close(struct vfs__walk *w)
 void vfs__walk_done(struct vfs__walk *w)
 {
 	walk_close(w);
+	free(w->long_buf);
+	w->long_buf = NULL;
 }
 
 /* The root's type is known (root_type); its full stat is taken at the end of the walk
@@ -106,12 +109,13 @@ static pid_t caller_tgid(const struct vfs *v, const struct vfs_caller *c)
 	return c->tgid;
 }
 
-/* Concatenate a, "/", b into rem (b may be empty). */
-static int rem_join(char *rem, const char *a, const char *b)
+/* Concatenate the la bytes of a, "/", b into rem of cap bytes (b may be empty, and may
+ * be the rest of rem itself; a never lies in rem). */
+static int rem_join(char *rem, size_t cap, const char *a, size_t la, const char *b)
 {
-	size_t la = strlen(a), lb = strlen(b);
+	size_t lb = strlen(b);
 
-	if (la + lb + 2 > REM_MAX)
+	if (la + lb + 2 > cap)
 		return -ENAMETOOLONG;
 	memmove(rem + la + 1, b, lb + 1);
 	memcpy(rem, a, la);
@@ -230,16 +234,19 @@ static void verdict_native(struct vfs_verdict *verdict, const struct vfs__walk *
 
 	if (!verdict || !verdict->denied || verdict->err != ENOENT)
 		return;
-	/* the whole rest of the path, as the native lookup would go on with it */
+	/* the whole rest of the path, as the native lookup would go on with it (past
+	 * PATH_MAX it stays counted as denied: a guess is no answer) */
 	while (rest && *rest == '/')
 		rest++;
 	if (w->mount && dirfd >= 0 && !w->mount->is_proc) {
-		snprintf(path, sizeof(path), "%s%s%s", name, rest && *rest ? "/" : "",
-		         rest ? rest : "");
+		if ((size_t)snprintf(path, sizeof(path), "%s%s%s", name, rest && *rest ? "/" : "",
+		                     rest ? rest : "") >= PATH_MAX)
+			return;
 		r = fstatat(dirfd, path, &st, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT);
 	} else if (!w->mount) {
-		snprintf(path, sizeof(path), "%s%s%s", p, rest && *rest ? "/" : "",
-		         rest ? rest : "");
+		if ((size_t)snprintf(path, sizeof(path), "%s%s%s", p, rest && *rest ? "/" : "",
+		                     rest ? rest : "") >= PATH_MAX)
+			return;
 		r = fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT);
 	} else {
 		return;
@@ -283,7 +290,9 @@ static int walk_step(const struct vfs *v, const struct vfs_caller *c, struct vfs
                      struct vfs_verdict *verdict)
 {
 	const struct vfs__rule *ex, *h;
-	char p[PATH_MAX], hbuf[16];
+	char pbuf[PATH_MAX], hbuf[16];
+	/* a long walk builds the component's path in its own buffer, of vcap bytes */
+	char *p = w->long_buf ? w->long_buf + w->vcap : pbuf;
 	const char *hn = name;
 	size_t nl = strlen(name), plen;
 	struct found f = { .fd = -1 };
@@ -296,7 +305,7 @@ static int walk_step(const struct vfs *v, const struct vfs_caller *c, struct vfs
 		return -ENOTDIR;
 	if (nl > NAME_MAX)
 		return -ENAMETOOLONG;
-	if (w->vlen + 1 + nl >= PATH_MAX)
+	if (w->vlen + 1 + nl >= w->vcap)
 		return -ENAMETOOLONG;
 	memcpy(p, w->vpath, w->vlen);
 	if (w->vlen > 1)
@@ -531,7 +540,7 @@ static int deleted_target(const struct vfs *v, struct vfs__walk *w, const char *
 		w->mount = w->pmount = vfs__mount_covering(v, where);
 		w->mount_root = false;
 		w->block = NULL;
-		str_copy(w->vpath, sizeof(w->vpath), where);
+		str_copy(w->vpath, w->vcap, where);
 		w->vlen = strlen(w->vpath);
 	}
 	w->own_object = memfd;
@@ -543,16 +552,76 @@ static int deleted_target(const struct vfs *v, struct vfs__walk *w, const char *
 	return 1;
 }
 
+/* The walk's buffers, from here on room for paths up to VFS__LONG_MAX: vpath, a
+ * component's path (walk_step()) or a long link target, and the rest to walk, in one
+ * block, their contents kept. Only a walk that meets such a path pays for it. */
+#define LONG_BUF_SIZE (VFS__LONG_MAX * 2 + (2 * VFS__LONG_MAX + 2))
+static int go_long(struct vfs__walk *w, char **rem, size_t *remcap)
+{
+	char *b;
+
+	if (w->long_buf)
+		return 0;
+	b = malloc(LONG_BUF_SIZE);
+	if (!b)
+		return -ENOMEM;
+	memcpy(b, w->vpath, w->vlen + 1);
+	memcpy(b + 2 * VFS__LONG_MAX, *rem, strlen(*rem) + 1);
+	w->long_buf = b;
+	w->vpath = b;
+	w->vcap = VFS__LONG_MAX;
+	*rem = b + 2 * VFS__LONG_MAX;
+	*remcap = LONG_BUF_SIZE - 2 * VFS__LONG_MAX;
+	return 0;
+}
+
+/*
+ * A magic link (/proc/<pid>/fd/N, cwd) to a directory deeper than PATH_MAX, which readlink
+ * cannot print: the directory is named by climbing (vfs_dir_vpath()) and the walk goes on
+ * in long buffers, from that path, deciding every component as for any other target.
+ * Other objects that deep have no name the walk could decide on: ENAMETOOLONG, as before.
+ */
+static int deep_link_target(struct vfs__walk *w, char **rem, size_t *remcap, const char **ret)
+{
+	int fd, r;
+
+	if (!w->mount || !w->mount->is_proc || w->proc_depth < 2 || w->dirfd < 0)
+		return -ENAMETOOLONG;
+	fd = openat(w->dirfd, w->hname, O_PATH | O_DIRECTORY | O_CLOEXEC); /* follows it */
+	if (fd < 0)
+		return errno == ENOTDIR ? -ENAMETOOLONG : negative_errno();
+	r = go_long(w, rem, remcap);
+	if (r == 0)
+		r = vfs_dir_vpath(fd, w->long_buf + w->vcap, w->vcap);
+	close(fd);
+	if (r < 0)
+		return r;
+	*ret = w->long_buf + w->vcap;
+	return 0;
+}
+
+/* The length of the canonical parent of w->vpath ("/" for a top-level name). */
+static size_t parent_len(const struct vfs__walk *w)
+{
+	const char *sl = strrchr(w->vpath, '/');
+
+	return sl == w->vpath ? 1 : (size_t)(sl - w->vpath);
+}
+
 static int walk_once(const struct vfs *v, const struct vfs_caller *c, const char *path,
                      unsigned flags, uint64_t resolve, struct vfs__walk *w,
                      struct vfs_verdict *verdict)
 {
-	char rem[REM_MAX], target[PATH_MAX], name[NAME_MAX + 2];
+	char rem_buf[REM_MAX], target[PATH_MAX], name[NAME_MAX + 2];
+	char *rem = rem_buf;
 	const char *root = "/";
-	size_t plen, pos = 0;
+	size_t plen, pos = 0, remcap = sizeof(rem_buf);
 	int budget = MAX_SYMLINKS, r;
 
-	memset(w, 0, sizeof(*w));
+	memset(w, 0, offsetof(struct vfs__walk, vbuf));
+	memset(&w->long_buf, 0, sizeof(*w) - offsetof(struct vfs__walk, long_buf));
+	w->vpath = w->vbuf;
+	w->vcap = sizeof(w->vbuf);
 	w->fd = w->dirfd = -1;
 	w->dc = v->dcache;
 	w->resolve = resolve;
@@ -589,9 +658,18 @@ static int walk_once(const struct vfs *v, const struct vfs_caller *c, const char
 		if (path[0] == '/' && (resolve & RESOLVE_BENEATH))
 			return -EXDEV;
 	}
+	if (!(path[0] == '/' && !(resolve & RESOLVE_IN_ROOT)) &&
+	    strlen(c->base) + plen + 2 > PATH_MAX) {
+		/* a base deeper than PATH_MAX (vfs_dir_vpath()) */
+		if (strlen(c->base) + plen + 2 > VFS__LONG_MAX)
+			return -ENAMETOOLONG;
+		rem[0] = '\0';
+		if ((r = go_long(w, &rem, &remcap)) < 0)
+			return r;
+	}
 	if (path[0] == '/' && !(resolve & RESOLVE_IN_ROOT))
-		str_copy(rem, sizeof(rem), path);
-	else if ((r = rem_join(rem, c->base, path)) < 0)
+		str_copy(rem, remcap, path);
+	else if ((r = rem_join(rem, remcap, c->base, strlen(c->base), path)) < 0)
 		return r;
 	w->root = root;
 	if ((r = walk_reset(v, w)) < 0)
@@ -625,9 +703,6 @@ static int walk_once(const struct vfs *v, const struct vfs_caller *c, const char
 			continue;
 		}
 		if (streq(name, "..")) {
-			char parent[PATH_MAX];
-			char *sl;
-
 			if (!w->exists)
 				return -ENOENT;
 			if (!S_ISDIR(w->st.st_mode))
@@ -638,13 +713,7 @@ static int walk_once(const struct vfs *v, const struct vfs_caller *c, const char
 					return -EXDEV;
 				continue;
 			}
-			memcpy(parent, w->vpath, w->vlen + 1);
-			sl = strrchr(parent, '/');
-			if (sl == parent)
-				sl[1] = '\0';
-			else
-				*sl = '\0';
-			if ((r = rem_join(rem, parent, rem + pos)) < 0)
+			if ((r = rem_join(rem, remcap, w->vpath, parent_len(w), rem + pos)) < 0)
 				return r;
 			pos = 0;
 			if ((r = walk_reset(v, w)) < 0)
@@ -662,26 +731,32 @@ static int walk_once(const struct vfs *v, const struct vfs_caller *c, const char
 			break;
 		{
 			bool magic;
-			char parent[PATH_MAX], *sl;
+			const char *parent, *tgt = target;
+			size_t lp, lt, lr;
 
 			if (--budget < 0 || (resolve & RESOLVE_NO_SYMLINKS))
 				return -ELOOP;
-			if ((r = link_target(v, w, target, sizeof(target), &magic)) < 0)
+			r = link_target(v, w, target, sizeof(target), &magic);
+			if (r == -ENAMETOOLONG) {
+				r = deep_link_target(w, &rem, &remcap, &tgt);
+				magic = r == 0;
+			}
+			if (r < 0)
 				return r;
 			if (magic && (resolve & RESOLVE_NO_MAGICLINKS))
 				return -ELOOP;
 			/* the kernel's nd_jump_link(): not safe for scoped lookups */
 			if (magic && (resolve & (RESOLVE_IN_ROOT | RESOLVE_BENEATH)))
 				return -EXDEV;
-			if (magic && (r = deleted_target(v, w, target, last)) != 0) {
+			if (magic && (r = deleted_target(v, w, tgt, last)) != 0) {
 				if (r < 0)
 					return r;
 				break;
 			}
-			if (magic && target[0] != '/') {
+			if (magic && tgt[0] != '/') {
 				int nfd;
 
-				if (!last || !anon_object(target))
+				if (!last || !anon_object(tgt))
 					return -ENOENT;
 				nfd = openat(w->dirfd, w->hname, O_PATH | O_CLOEXEC);
 				if (nfd < 0)
@@ -694,35 +769,29 @@ static int walk_once(const struct vfs *v, const struct vfs_caller *c, const char
 				w->st_full = true;
 				break;
 			}
-			if (target[0] == '\0')
+			if (tgt[0] == '\0')
 				return -ENOENT;
-			if (target[0] == '/' && (resolve & RESOLVE_BENEATH))
+			if (tgt[0] == '/' && (resolve & RESOLVE_BENEATH))
 				return -EXDEV;
-			if (target[0] == '/') {
+			if (tgt[0] == '/') {
 				/* absolute means the virtual root (RESOLVE_IN_ROOT: the dirfd) */
-				snprintf(parent, sizeof(parent), "%s", streq(root, "/") ? "" : root);
+				parent = streq(root, "/") ? "" : root;
+				lp = strlen(parent);
 			} else {
-				memcpy(parent, w->vpath, w->vlen + 1);
-				sl = strrchr(parent, '/');
-				if (sl == parent)
-					sl[1] = '\0';
-				else
-					*sl = '\0';
+				parent = w->vpath;
+				lp = parent_len(w);
 			}
-			/* rem = parent / target / rest (rest keeps a trailing slash) */
-			{
-				char tmp[REM_MAX];
-				size_t lp = strlen(parent), lt = strlen(target), lr = strlen(rem + pos);
-
-				if (lp + lt + lr + 3 > REM_MAX)
-					return -ENAMETOOLONG;
-				memcpy(tmp, parent, lp);
-				tmp[lp] = '/';
-				memcpy(tmp + lp + 1, target, lt);
-				tmp[lp + 1 + lt] = '/';
-				memcpy(tmp + lp + 2 + lt, rem + pos, lr + 1);
-				memcpy(rem, tmp, lp + lt + lr + 3);
-			}
+			/* rem = parent / target / rest (rest keeps a trailing slash), in place:
+			 * the rest moves, parent and target lie outside rem */
+			lt = strlen(tgt);
+			lr = strlen(rem + pos);
+			if (lp + lt + lr + 3 > remcap)
+				return -ENAMETOOLONG;
+			memmove(rem + lp + lt + 2, rem + pos, lr + 1);
+			memcpy(rem, parent, lp);
+			rem[lp] = '/';
+			memcpy(rem + lp + 1, tgt, lt);
+			rem[lp + 1 + lt] = '/';
 			pos = 0;
 			if ((r = walk_reset(v, w)) < 0)
 				return r;
@@ -753,7 +822,7 @@ int vfs__walk(const struct vfs *v, const struct vfs_caller *c, const char *path,
 	int r = walk_once(v, c, path, flags, resolve, w, verdict);
 
 	if (r == -EAGAIN && w->raced) {
-		walk_close(w);
+		vfs__walk_done(w);
 		r = walk_once(v, c, path, flags & ~VFS__STATONLY, resolve, w, verdict);
 	}
 	return r;

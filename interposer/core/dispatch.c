@@ -130,12 +130,41 @@ static int dir_base(struct sup_call *c, int64_t dirfd, char *buf, size_t len)
 	return 0;
 }
 
+/*
+ * A cwd or dirfd deeper than procfs prints (dir_base() says ENAMETOOLONG): the directory
+ * itself, opened through the caller's link, is named component by component
+ * (vfs_dir_vpath()), into one of the notifier thread's two buffers for it. The walk
+ * from that path decides the policy on each of its components again.
+ */
+static int deep_base(struct sup_call *c, int64_t dirfd, const char **ret)
+{
+	struct tracee_cache *tc = c->tc;
+	char proc[64], **buf = &tc->deep[tc->deep_next];
+	_cleanup_close_ int fd = -1;
+	int r;
+
+	tc->deep_next ^= 1;
+	if (fd_proc_path(c, dirfd, proc, sizeof(proc)) < 0)
+		return -EBADF;
+	fd = open(proc, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -EBADF : negative_errno();
+	if (!*buf && !(*buf = malloc(VFS_DEEP_MAX)))
+		return -ENOMEM;
+	r = vfs_dir_vpath(fd, *buf, VFS_DEEP_MAX);
+	if (r < 0)
+		return r;
+	*ret = *buf;
+	return 0;
+}
+
 /* Fill a vfs_caller for dirfd-relative path resolution. base_buf must outlive it.
  * From here on the thread acts with the caller's credentials (creds.h): the vfs
  * operation that follows is the caller's, and the kernel checks it as such. */
 static int make_caller(struct sup_call *c, int64_t dirfd, const char *path, char *base_buf,
 		       struct vfs_caller *ret)
 {
+	const char *base = base_buf;
 	int r;
 
 	*ret = (struct vfs_caller){ .pid = c->tid, .tgid = c->tid, .base = NULL };
@@ -144,10 +173,12 @@ static int make_caller(struct sup_call *c, int64_t dirfd, const char *path, char
 	} else {
 		creds_self(); /* the second path of a rename or link: /proc/<tid> is ours to read */
 		r = dir_base(c, dirfd, base_buf, PATH_MAX);
+		if (r == -ENAMETOOLONG)
+			r = deep_base(c, dirfd, &base);
 		if (r < 0 && r != -ENOTDIR)
 			return r;
 		/* ENOTDIR: base NULL, and the vfs answers ENOTDIR for relative paths */
-		ret->base = r < 0 ? NULL : base_buf;
+		ret->base = r < 0 ? NULL : base;
 	}
 	return creds_caller(c->tid, c->req->id, 0);
 }
@@ -1107,6 +1138,7 @@ static void handle_inotify_add_watch(struct sup_call *c)
 static void handle_getdents64(struct sup_call *c)
 {
 	char proc[64], vdir[PATH_MAX];
+	const char *dir = vdir;
 	_cleanup_close_ int fd = -1;
 	size_t count = (size_t)ARG(c, 2);
 	static __thread char buf[65536];
@@ -1121,9 +1153,21 @@ static void handle_getdents64(struct sup_call *c)
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 	n = readlink(proc, vdir, sizeof(vdir) - 1);
 	vdir[n > 0 ? n : 0] = '\0';
-	snprintf(c->path, sizeof(c->path), "%s", vdir);
+	if (n < 0 && errno == ENAMETOOLONG) {
+		/* deeper than procfs prints: named as for a relative path (deep_base()),
+		 * so that its hidden entries stay filtered */
+		char **deep = &c->tc->deep[0];
+
+		if (!*deep && !(*deep = malloc(VFS_DEEP_MAX)))
+			return set_result(c, -ENOMEM);
+		n = vfs_dir_vpath(fd, *deep, VFS_DEEP_MAX);
+		if (n < 0)
+			return set_result(c, (int)n);
+		dir = *deep;
+	}
+	snprintf(c->path, sizeof(c->path), "%s", dir);
 	c->has_path = n > 0;
-	filter = n > 0 && vdir[0] == '/' && vfs_dir_needs_filter(c->s->vfs, vdir);
+	filter = n > 0 && dir[0] == '/' && vfs_dir_needs_filter(c->s->vfs, dir);
 	count = MIN(count, sizeof(buf));
 	for (;;) {
 		size_t len;
@@ -1132,7 +1176,7 @@ static void handle_getdents64(struct sup_call *c)
 		n = syscall(SYS_getdents64, fd, buf, count);
 		if (n <= 0)
 			return set_result(c, n < 0 ? negative_errno() : 0);
-		len = filter ? vfs_filter_dirents(c->s->vfs, vdir, buf, (size_t)n) : (size_t)n;
+		len = filter ? vfs_filter_dirents(c->s->vfs, dir, buf, (size_t)n) : (size_t)n;
 		/* An all-hidden batch must not look like the end of the directory. */
 		if (len == 0)
 			continue;
@@ -1691,6 +1735,8 @@ void tracee_cache_free(struct tracee_cache *tc)
 			safe_close(tc->e[i].pidfd);
 			safe_close(tc->e[i].comm_fd);
 		}
+	free(tc->deep[0]);
+	free(tc->deep[1]);
 	memset(tc, 0, sizeof(*tc));
 }
 

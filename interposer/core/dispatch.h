@@ -32,6 +32,10 @@ struct tracee_cache {
 		uint64_t comm_ns;
 	} e[TRACEE_CACHE];
 	uint32_t clock;
+	/* the path of a cwd or dirfd deeper than procfs prints (VFS_DEEP_MAX bytes each,
+	 * allocated on first use; two, for the two bases of a rename or link) */
+	char *deep[2];
+	unsigned deep_next;
 };
 
 /* Answer one notification; tc is the calling notifier thread's own cache. */

@@ -144,7 +144,28 @@ case_npm_extra() {
 	ok $? "npm init -y && npm install ./pkg.tgz with the caller's own HOME ($mode): done in $((SECONDS - t0)) s (limit 30)" "rc=$rc $(head -c 1500 "$TMP/npm.out")"
 }
 
-ALL_CASES=(pipeline umask tar git make pytest mp sqlite proc venv sdist users npm)
+# a tree deeper than PATH_MAX (4096), made by relative mkdir and cd steps: files made,
+# read, linked, renamed and listed in its deepest directory, relative to the cwd (bash:
+# dash's cd names the whole logical path and fails there natively too); getcwd() (glibc
+# climbs by itself past PATH_MAX); then rm -rf of the whole tree from the top
+case_deep_cmd='exec bash -c '"'"'top=$PWD; n=$(printf "d%.0s" {1..120})
+for i in {1..40}; do mkdir $n && cd $n || exit 1; done
+echo deep >f.txt; cat f.txt; ln -s f.txt l; cat l; mkdir -p x/y/z && echo z >x/y/z/zz && mv x/y/z x/zz && cat x/zz/zz && rm -r x
+'"$PY"' -c "
+import os
+open(\"p.txt\", \"w\").write(\"py\")
+print(sorted(os.listdir(\".\")), os.stat(\"p.txt\").st_size, open(\"../\" + \"d\" * 120 + \"/f.txt\").read().strip())
+try:
+    print(len(os.getcwd()))
+except OSError as e:
+    print(\"getcwd:\", e.strerror)
+fd = os.open(\"..\", os.O_RDONLY | os.O_DIRECTORY)
+print(sorted(os.listdir(fd))[0][:4], os.path.exists(\"/proc/self/fd/%d\" % fd))
+"
+ls -A | tr "\n" " "; echo; rm f.txt l; ls -A | wc -w
+cd "$top" && rm -rf $n && echo removed; ls -A | wc -w'"'"''
+
+ALL_CASES=(pipeline umask tar git make pytest mp sqlite proc venv sdist users npm deep)
 
 # --- the machinery
 

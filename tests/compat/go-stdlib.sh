@@ -33,10 +33,6 @@ unnamespaced syscall TestGroupCleanup|policy|unnamespaced mode drops every capab
 unnamespaced syscall TestDeathSignal|policy|unnamespaced mode drops every capability: the child that becomes uid 99 gets EPERM
 unnamespaced os/exec TestExtraFiles|policy|default profile: no network; unnamespaced there is no empty network namespace of its own, so bind(127.0.0.1) is refused (namespaced, loopback is the sandbox'"'"'s own)
 unnamespaced os/exec TestExtraFilesRace|policy|default profile: no network, as above
-both os TestRemoveAllLongPath|gap|a path resolved from a cwd deeper than PATH_MAX (4096) gets ENAMETOOLONG: the supervisor names the cwd by its absolute path
-both os TestRemoveAllDot|gap|follows TestRemoveAllLongPath: that test stops in its deep cwd, which its cleanup then removes
-both os TestOpenFileLimit|gap|follows TestRemoveAllLongPath: the cwd is gone (open rlimit.go: ENOENT)
-both os ExampleReadFile|gap|follows TestRemoveAllLongPath: the cwd is gone (open testdata/hello: ENOENT)
 both syscall TestSCMCredentials|gap|sending SCM_CREDENTIALS through an emulated unix socket gets EPERM
 '
 
