@@ -254,18 +254,18 @@ int vfs_foreach_mount(const struct vfs *v, int (*fn)(const struct vfs_mount_info
 /*
  * Namespaced mode: call fn for each path of the assembled tree (host path root + vpath)
  * that a glob rule hides or denies for reading, so that the kernel's view can cover it
- * (vfs/cover.c says how far the tree is read). Returns 0, fn's error, or -E2BIG for a
- * tree too large to read at start-up.
+ * (vfs/cover.c says how far the tree is read). Returns 0 once every place a glob can
+ * match was read, fn's error, or -E2BIG when that took more than budget entries: the
+ * covering is then incomplete (what was covered stays covered).
  */
-int vfs_foreach_cover(const struct vfs *v, const char *root,
+#define VFS_COVER_BUDGET 500000u /* entries: about 2 s of start-up */
+int vfs_foreach_cover(const struct vfs *v, const char *root, unsigned budget,
                       int (*fn)(const char *vpath, bool dir, void *ud), void *ud);
 
 /* Whether a mount namespace built from the table shows what the vfs shows, hidden
  * content aside: not when a mapping of a parent of /dev brings the host's device nodes
  * along (the vfs neither opens nor lists them; the kernel would list them). */
 bool vfs_kernel_view_exact(const struct vfs *v);
-/* Every path a glob hides or denies lies in a tree vfs_foreach_cover() reads wholly. */
-bool vfs_cover_complete(const struct vfs *v);
 
 /* --- the emulated path syscalls ------------------------------------------------------ */
 

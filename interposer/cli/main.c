@@ -545,7 +545,7 @@ static int print_fs_rule(json_t *r)
 
 	if (!w)
 		return -EINVAL;
-	if ((streq(w, "bind") || streq(w, "ro-bind")) && host && virt) {
+	if ((streq(w, "bind") || streq(w, "ro-bind") || streq(w, "system")) && host && virt) {
 		printf("%s ", w);
 		print_escaped(host, false);
 		if (!streq(host, virt)) {
