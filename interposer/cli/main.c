@@ -658,6 +658,9 @@ static int cmd_policy(int argc, char **argv)
 			      "empty stub to stat and listings (--strict-hide: the name is absent too)\n"
 			    : "# hidden content is never readable and a hidden name is absent: every "
 			      "metadata call by name is emulated\n");
+		if (strstr(c.o.policy_json, "\"directive\":\"system\""))
+			printf("# a \"**\" glob does not reach into a system mapping unless it is "
+			       "anchored there: a secret in a system tree is hidden by its path\n");
 		return 0;
 	}
 	usage_fail(usage, "unknown policy subcommand '%s'", argv[1]);
