@@ -911,27 +911,37 @@ static void test_json(void **state)
 	}
 }
 
-/* A "**" glob anchored above a system mapping does not reach into it; one anchored in
- * it does, and so does a glob without "**"; a mapping inside the system tree is not
- * part of it. The decision and the listing filter agree. */
-static void test_system_trees(void **state)
+/* T as a system tree at /sys, T/other mapped read-only inside it, then the hide rules
+ * (NULL-terminated), namespaced. */
+static struct vfs *system_vfs(const char *const *hides)
 {
 	struct vfs *v;
 	char err[512], arg[PATH_MAX + 64];
-	struct vfs_verdict vd;
 
-	(void)state;
 	assert_int_equal(vfs_new(NULL, &v), 0);
 	snprintf(arg, sizeof(arg), "%s:/sys", T);
 	assert_int_equal(vfs_add_directive(v, "system", arg, "test", err, sizeof(err)), 0);
 	snprintf(arg, sizeof(arg), "%s/other:/sys/other", T);
 	assert_int_equal(vfs_add_directive(v, "ro-bind", arg, "test", err, sizeof(err)), 0);
-	assert_int_equal(vfs_add_directive(v, "hide", "**/.env", "test", err, sizeof(err)), 0);
-	assert_int_equal(vfs_add_directive(v, "hide", "/sys/**/id_rsa", "test", err, sizeof(err)), 0);
-	assert_int_equal(vfs_add_directive(v, "hide", "/sys/ws/sub", "test", err, sizeof(err)), 0);
-	assert_int_equal(vfs_add_directive(v, "hide", "**/o.txt", "test", err, sizeof(err)), 0);
+	for (size_t i = 0; hides[i]; i++)
+		assert_int_equal(vfs_add_directive(v, "hide", hides[i], "test", err, sizeof(err)), 0);
 	assert_int_equal(vfs_finalize(v, VFS_MODE_NAMESPACED, err, sizeof(err)), 0);
+	return v;
+}
 
+/* A "**" glob anchored above a system mapping does not reach into it; one anchored in
+ * it does, and so does a glob without "**"; a mapping inside the system tree is not
+ * part of it. The decision and the listing filter agree. */
+static void test_system_trees(void **state)
+{
+	static const char *const anchored[] = { "**/.env", "/sys/**/id_rsa", "/sys/ws/sub",
+						"**/o.txt", NULL };
+	static const char *const above[] = { "**/.env", "/sys/ws/sub", NULL };
+	struct vfs_verdict vd;
+	struct vfs *v;
+
+	(void)state;
+	v = system_vfs(anchored);
 	assert_int_equal(vfs_decide(v, "/sys/ws/.env", VFS_WANT_READ, &vd), 0);
 	assert_int_equal(vfs_decide(v, "/sys/home/me/.ssh/id_rsa", VFS_WANT_READ, &vd), -ENOENT);
 	assert_int_equal(vfs_decide(v, "/sys/ws/sub/b.txt", VFS_WANT_READ, &vd), -ENOENT);
@@ -942,14 +952,7 @@ static void test_system_trees(void **state)
 	vfs_free(v);
 
 	/* without a glob anchored inside: only what a glob can still name is filtered */
-	assert_int_equal(vfs_new(NULL, &v), 0);
-	snprintf(arg, sizeof(arg), "%s:/sys", T);
-	assert_int_equal(vfs_add_directive(v, "system", arg, "test", err, sizeof(err)), 0);
-	snprintf(arg, sizeof(arg), "%s/other:/sys/other", T);
-	assert_int_equal(vfs_add_directive(v, "ro-bind", arg, "test", err, sizeof(err)), 0);
-	assert_int_equal(vfs_add_directive(v, "hide", "**/.env", "test", err, sizeof(err)), 0);
-	assert_int_equal(vfs_add_directive(v, "hide", "/sys/ws/sub", "test", err, sizeof(err)), 0);
-	assert_int_equal(vfs_finalize(v, VFS_MODE_NAMESPACED, err, sizeof(err)), 0);
+	v = system_vfs(above);
 	assert_false(vfs_dir_needs_filter(v, "/sys/home"));
 	assert_true(vfs_dir_needs_filter(v, "/sys/ws"));    /* its sub is hidden by path */
 	assert_true(vfs_dir_needs_filter(v, "/sys/other")); /* not a system tree */
