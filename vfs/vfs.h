@@ -281,6 +281,13 @@ int vfs_open(const struct vfs *v, const struct vfs_caller *c, const char *path, 
  * its flags through /proc/self/fd/N where waiting is harmless. */
 int vfs_open_nowait(const struct vfs *v, const struct vfs_caller *c, const char *path, int flags,
                     mode_t mode, uint64_t resolve, bool *ret_wait, struct vfs_verdict *verdict);
+/* The policy's decision on a read-only open that creates nothing, without opening: a
+ * -errno (the open fails so), VFS_OPEN_KERNEL when it is allowed and names a regular
+ * file or a directory (the kernel may perform it), VFS_OPEN_SUPERVISOR for anything
+ * else (other flags or another type of object: vfs_open_nowait() must do it). */
+enum { VFS_OPEN_KERNEL = 0, VFS_OPEN_SUPERVISOR = 1 };
+int vfs_open_decide(const struct vfs *v, const struct vfs_caller *c, const char *path, int flags,
+                    struct vfs_verdict *verdict);
 
 /* stat family: flags are AT_SYMLINK_NOFOLLOW / AT_NO_AUTOMOUNT (AT_EMPTY_PATH with an
  * empty path is handled by the interposer on the tracee's fd, not here). */

@@ -404,30 +404,22 @@ static void defer_fifo_open(struct sup_call *c, int fd, int flags)
 }
 
 /*
- * Whether an allowed open may be answered CONTINUE instead of handing over our fd: the
- * kernel then opens the path again, from the caller's memory, in the caller's mount
- * namespace and with its credentials. That reaches the same file unless the path was
- * swapped since our copy, and a swapped path reaches only what the namespace holds, in
- * which every hidden or read-denied path is covered by an empty stub (spawn.c
- * cover_hidden()). So: read-only opens that create nothing, of a regular file or a
- * directory (a device, a FIFO or a socket may mean something else to the caller than to
- * us, /dev/tty above all), and only where the namespace covers (continue_ro_opens).
- * creat() never gets here read-only.
+ * Whether an open may be answered CONTINUE after the check instead of handing over our
+ * fd: the kernel then opens the path again, from the caller's memory, in the caller's
+ * mount namespace and with its credentials (which also make the permission check the
+ * supervisor would have made). That reaches the same file unless the path was swapped
+ * since our copy, and a swapped path reaches only what the namespace holds, in which
+ * every hidden or read-denied path is covered by an empty stub (spawn.c cover_one()).
+ * So: read-only opens that create nothing (vfs_open_decide() checks the flags), of a
+ * regular file or a directory (a device, a FIFO or a socket may mean something else to
+ * the caller than to us, /dev/tty above all), and only where the namespace covers
+ * (continue_ro_opens). openat2's flags live in memory (struct open_how), where a thread
+ * could turn them into O_RDWR|O_CREAT after the check; open and openat pass them in a
+ * register, which cannot change. creat() never gets here read-only.
  */
-static bool may_continue_open(struct sup_call *c, int fd, int flags)
+static bool may_continue_open(const struct sup_call *c)
 {
-	struct stat st;
-
-	/* openat2's flags live in memory (struct open_how), where a thread could turn
-	 * them into O_RDWR|O_CREAT after the check; open and openat pass them in a
-	 * register, which cannot change. */
-	if (!c->s->continue_ro_opens || c->e->id == SC_openat2 ||
-	    (flags & O_ACCMODE) != O_RDONLY || (flags & (O_CREAT | O_TRUNC | O_PATH)) ||
-	    (flags & O_TMPFILE) == O_TMPFILE)
-		return false;
-	if (fstat(fd, &st) < 0)
-		return false;
-	return S_ISREG(st.st_mode) || S_ISDIR(st.st_mode);
+	return c->s->continue_ro_opens && c->e->id != SC_openat2;
 }
 
 static void do_open(struct sup_call *c, int64_t dirfd, uint64_t path_addr, int flags,
@@ -450,6 +442,16 @@ static void do_open(struct sup_call *c, int64_t dirfd, uint64_t path_addr, int f
 			base, &caller);
 	if (r < 0)
 		return set_result(c, r);
+	if (may_continue_open(c)) {
+		/* decided without opening: the kernel opens it */
+		r = vfs_open_decide(c->s->vfs, &caller, c->path, flags, &c->verdict);
+		if (r < 0)
+			return set_result(c, r);
+		if (r == VFS_OPEN_KERNEL) {
+			c->outcome = CALL_CONTINUE;
+			return;
+		}
+	}
 	r = vfs_open_nowait(c->s->vfs, &caller, c->path, flags, mode, resolve, &wait, &c->verdict);
 	if (r < 0)
 		return set_result(c, r);
@@ -457,11 +459,6 @@ static void do_open(struct sup_call *c, int64_t dirfd, uint64_t path_addr, int f
 		return defer_fifo_open(c, r, flags);
 	if ((flags & O_ACCMODE) != O_RDONLY && names_comm(c->verdict.vpath))
 		atomic_store(&c->s->comm_nocache, true); /* see read_comm() */
-	if (may_continue_open(c, r, flags)) {
-		close(r);
-		c->outcome = CALL_CONTINUE;
-		return;
-	}
 	c->fd = r;
 	c->fd_flags = (flags & O_CLOEXEC) ? O_CLOEXEC : 0;
 	c->outcome = CALL_ADDFD;
