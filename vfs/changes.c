@@ -453,22 +453,32 @@ _public_ size_t vfs_filter_dirents(const struct vfs *v, const char *dir_vpath, v
 _public_ bool vfs_dir_needs_filter(const struct vfs *v, const char *dir_vpath)
 {
 	const struct vfs__rule *dm = vfs__mount_covering(v, dir_vpath);
+	bool sys_dir;
 
 	if (!dm || vfs__is_implicit(v, dir_vpath))
 		return true;
+	sys_dir = dm->system;
 	if (dm->is_proc && streq(dm->virt, dir_vpath))
 		return true;
 	if (vfs__path_under(dir_vpath, "/dev") && vfs__hides_devices(dm))
 		return true; /* device nodes a parent mapping covers are not listed */
 	if (dm->own_only && streq(dm->virt, dir_vpath))
 		return true;
+	/* an entry of a system tree is out of reach of a "**" glob anchored above it,
+	 * unless the entry is another mapping's mount point */
+	for (size_t i = 0; sys_dir && i < v->n_mounts; i++)
+		if (vfs__path_under(v->mounts[i]->virt, dir_vpath) &&
+		    !streq(v->mounts[i]->virt, dir_vpath))
+			sys_dir = false;
 	for (size_t i = 0; i < v->n_globs; i++) {
 		const struct vfs__rule *g = v->globs[i];
 		char parent[PATH_MAX], *s;
 
 		if (g->kind != VFS__HIDE)
 			continue;
-		if (strstr(g->virt, "**"))
+		if (g->dstar && sys_dir && !vfs__glob_reaches(g, dm))
+			continue;
+		if (g->dstar)
 			return true;
 		snprintf(parent, sizeof(parent), "%s", g->virt);
 		s = strrchr(parent, '/');

@@ -5,12 +5,16 @@
  *
  * Literal hide rules are covered from the table alone (vfs_foreach_mount()). A glob
  * names paths only once a tree is read, so the namespace's tree is read at set-up:
- * wholly where the sandbox can write (writable mappings and tmpfs, the home) and in the
- * directories on the way to those; elsewhere (read-only system trees) only as deep as a
- * glob's components before its first "**" reach ("/etc/shadow*" reads /etc, "**" alone
- * reads nothing there). docs/threat-model.md ("Hidden content and the kernel's view")
- * says what that leaves out and why. What the sandbox creates later under a hidden name
- * is refused by the supervisor: creates, renames and links stay emulated in every mode.
+ * wholly wherever a "**" glob can match (writable mappings and tmpfs, the home,
+ * read-only mappings other than system trees, and a system tree a glob is anchored in)
+ * and in the directories on the way to those; elsewhere only as deep as a glob's
+ * components before its first "**" reach ("/etc/shadow*" reads /etc). A "**" glob
+ * anchored above a system tree does not reach into it, in the decision as here
+ * (vfs__glob_reaches()), so nothing it could match is left unread. The reading has a
+ * budget: over it the covering is incomplete, and the caller must not rely on it.
+ * docs/threat-model.md ("Hidden content and the kernel's view") says what this leaves
+ * out. What the sandbox creates later under a hidden name is refused by the
+ * supervisor: creates, renames and links stay emulated in every mode.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -29,12 +33,9 @@ struct cover {
 	const char *root;  /* host path of the namespace's "/" */
 	int (*fn)(const char *vpath, bool dir, void *ud);
 	void *ud;
-	unsigned entries;  /* read so far, for the bound below */
+	unsigned entries;  /* read so far, for the budget */
+	unsigned budget;
 };
-
-/* A tree this large is not a workspace: reading it would cost more than a start-up is
- * worth (the system trees hold ~450 000 files on a Debian image, 2.5 s). */
-#define COVER_MAX_ENTRIES 2000000u
 
 /* Components of a glob before its first "**": how deep it can reach in a tree that is
  * read only as far as the globs name it. */
@@ -93,16 +94,41 @@ static bool writable_below(const struct vfs *v, const char *vpath)
 	return false;
 }
 
+/* A mapping in which the "**" glob g can match: any but the sandbox's procfs (whose
+ * entries are its processes) and a system tree g does not reach. */
+static bool glob_reaches_mapping(const struct vfs__rule *g, const struct vfs__rule *m)
+{
+	return !m->is_proc && (!m->system || vfs__glob_reaches(g, m));
+}
+
+/* The "**" glob g can match at or below vpath, in the mapping there or one below it. */
+static bool glob_reaches_below(const struct vfs *v, const struct vfs__rule *g, const char *vpath)
+{
+	const struct vfs__rule *m = vfs__mount_covering(v, vpath);
+
+	if (m && glob_reaches_mapping(g, m))
+		return true;
+	for (size_t i = 0; i < v->n_mounts; i++)
+		if (!streq(v->mounts[i]->virt, vpath) && vfs__path_under(v->mounts[i]->virt, vpath) &&
+		    glob_reaches_mapping(g, v->mounts[i]))
+			return true;
+	return false;
+}
+
 static bool worth_reading(const struct vfs *v, const char *vpath)
 {
 	unsigned d = depth_of(vpath);
 
 	if (writable_at(v, vpath) || writable_below(v, vpath))
 		return true;
-	for (size_t i = 0; i < v->n_globs; i++)
-		if (fixed_depth(v->globs[i]->virt) > d &&
-		    vfs__glob_may_match_below(v->globs[i]->virt, vpath))
+	for (size_t i = 0; i < v->n_globs; i++) {
+		const struct vfs__rule *g = v->globs[i];
+
+		if (!vfs__glob_may_match_below(g->virt, vpath))
+			continue;
+		if (fixed_depth(g->virt) > d || (g->dstar && glob_reaches_below(v, g, vpath)))
 			return true;
+	}
 	return false;
 }
 
@@ -141,8 +167,10 @@ static int scan(struct cover *c, const char *vdir, bool cover_all)
 	struct dirent *de;
 	int fd, r;
 
+	/* A directory the covering cannot name cannot be covered either: incomplete, as
+	 * over the budget, rather than a glob match silently left in the kernel's view. */
 	if ((size_t)snprintf(host, sizeof(host), "%s%s", c->root, vdir) >= sizeof(host))
-		return 0;
+		return -E2BIG;
 	fd = open(host, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return 0; /* gone, or not a directory: nothing to cover below it */
@@ -157,11 +185,11 @@ static int scan(struct cover *c, const char *vdir, bool cover_all)
 
 		if (streq(de->d_name, ".") || streq(de->d_name, ".."))
 			continue;
-		if (++c->entries > COVER_MAX_ENTRIES)
+		if (++c->entries > c->budget)
 			return -E2BIG;
 		if ((size_t)snprintf(vpath, sizeof(vpath), "%s/%s", streq(vdir, "/") ? "" : vdir,
 				     de->d_name) >= sizeof(vpath))
-			continue;
+			return -E2BIG;
 		if (de->d_type == DT_UNKNOWN) {
 			struct stat st;
 
@@ -197,40 +225,10 @@ _public_ bool vfs_kernel_view_exact(const struct vfs *v)
 	return true;
 }
 
-/* Every match a "**" glob can have was read: the part of the glob before its "**" lies
- * where the sandbox can write (wholly read above). Elsewhere (read-only trees, read only
- * as deep as the fixed components reach) a match may hold hidden content the namespace
- * does not cover, so an open must not be continued: a racing thread could swap the path
- * after the check to a match the kernel would then open. */
-_public_ bool vfs_cover_complete(const struct vfs *v)
-{
-	for (size_t i = 0; i < v->n_globs; i++) {
-		const char *pat = v->globs[i]->virt, *dstar = strstr(pat, "**");
-		char prefix[PATH_MAX];
-		size_t n;
-
-		if (v->globs[i]->kind != VFS__HIDE && v->globs[i]->kind != VFS__DENY)
-			continue;
-		if (!dstar)
-			continue;
-		/* up to the last '/' before the "**": a fixed directory */
-		n = (size_t)(dstar - pat);
-		while (n > 0 && pat[n - 1] != '/')
-			n--;
-		if (n <= 1 || n >= sizeof(prefix))
-			return false; /* "**" from the root: every tree */
-		memcpy(prefix, pat, n - 1);
-		prefix[n - 1] = '\0';
-		if (strpbrk(prefix, "*?[\\") || !writable_at(v, prefix))
-			return false;
-	}
-	return true;
-}
-
-_public_ int vfs_foreach_cover(const struct vfs *v, const char *root,
+_public_ int vfs_foreach_cover(const struct vfs *v, const char *root, unsigned budget,
 			       int (*fn)(const char *vpath, bool dir, void *ud), void *ud)
 {
-	struct cover c = { .v = v, .root = root, .fn = fn, .ud = ud };
+	struct cover c = { .v = v, .root = root, .fn = fn, .ud = ud, .budget = budget };
 
 	if (v->n_globs == 0)
 		return 0;

@@ -249,6 +249,15 @@ _public_ int vfs_add_directive(struct vfs *v, const char *word, const char *arg,
 		return add_bind(v, word, arg, origin, false, errbuf, errlen);
 	if (streq(word, "bind"))
 		return add_bind(v, word, arg, origin, true, errbuf, errlen);
+	if (streq(word, "system")) {
+		size_t first = v->n_rules;
+		int e = add_bind(v, word, arg, origin, false, errbuf, errlen);
+
+		/* its /proc companion (a system mapping of "/") is no system tree */
+		for (size_t i = first; e >= 0 && i < v->n_rules; i++)
+			v->rules[i].system = !v->rules[i].is_proc;
+		return e;
+	}
 	if (streq(word, "hide"))
 		return add_glob(v, VFS__HIDE, word, arg, origin, errbuf, errlen);
 	if (streq(word, "deny"))
@@ -364,8 +373,9 @@ static int add_if_exists(struct vfs *v, const char *word, const char *path)
 /* Hidden by the default profile, and kept hidden by every policy `moat audit suggest`
  * writes: one list for both. */
 _public_ const char *const vfs_default_secrets[] = {
+	/* named by path: the "**" globs below do not reach into the system trees */
 	"/etc/shadow*", "/etc/gshadow*", "/etc/sudoers*", "/etc/ssh/ssh_host_*",
-	"/root", "~/.ssh", "~/.aws", "~/.config/gcloud", "~/.netrc", "~/.gnupg",
+	"/etc/ssl/private", "/root", "~/.ssh", "~/.aws", "~/.config/gcloud", "~/.netrc", "~/.gnupg",
 	/* private keys by their usual names; not every *.pem, which would hide the
 	 * CA bundles TLS needs (certifi's cacert.pem breaks pip and python -m venv) */
 	"**/.env", "**/*key*.pem", "**/*.key", "**/*.p12", "**/*.pfx",
@@ -397,8 +407,10 @@ _public_ int vfs_add_default_profile(struct vfs *v, const char *home, const char
 		return r;
 	if (!cwd)
 		cwd = v->cwd;
+	/* read-only system trees: the secrets' "**" globs do not reach into them, which
+	 * lets the kernel decide the opens there (docs/threat-model.md, "System trees") */
 	for (size_t i = 0; i < ELEMENTSOF(sys_dirs); i++)
-		if ((r = add_if_exists(v, "ro-bind", sys_dirs[i])) < 0)
+		if ((r = add_if_exists(v, "system", sys_dirs[i])) < 0)
 			return r;
 	if ((r = add(v, "hide", "/root")) < 0 || (r = add(v, "hide", "/home/*")) < 0)
 		return r;

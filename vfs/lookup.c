@@ -79,7 +79,13 @@ int vfs__implicit_fd(const struct vfs *v, const char *vpath)
 void vfs__glob_tail(struct vfs__rule *g)
 {
 	const char *slash = strrchr(g->virt, '/'), *last, *e, *t;
+	size_t w = strcspn(g->virt, "*?[\\");
 
+	/* the anchor: up to the last '/' before the first wildcard */
+	g->dstar = strstr(g->virt, "**") != NULL;
+	while (w > 0 && g->virt[w] != '/')
+		w--;
+	g->anchor_len = w;
 	g->head = g->tail = "";
 	g->head_len = g->tail_len = 0;
 	g->tail_whole = false;
@@ -106,19 +112,55 @@ static bool tail_fits(const struct vfs__rule *g, const char *last, size_t llen)
 	       memcmp(last, g->head, g->head_len) == 0;
 }
 
+/* The system mapping vpath lies in, if the mapping covering it is one. */
+const struct vfs__rule *vfs__system_covering(const struct vfs *v, const char *vpath)
+{
+	const struct vfs__rule *m = vfs__mount_covering(v, vpath);
+
+	return m && m->system ? m : NULL;
+}
+
+/* A "**" glob reaches into a system tree only from an anchor at or inside it: "**" from
+ * the root means "wherever the sandbox's own files are", not the distribution's files
+ * (docs/threat-model.md, "System trees"); "/etc/shadow*" has no "**" and applies. */
+bool vfs__glob_reaches(const struct vfs__rule *g, const struct vfs__rule *sys)
+{
+	size_t n = strlen(sys->virt);
+
+	if (!g->dstar || streq(sys->virt, "/"))
+		return true;
+	return g->anchor_len >= n && strncmp(g->virt, sys->virt, n) == 0 &&
+	       (g->virt[n] == '/' || g->virt[n] == '\0');
+}
+
 /* The latest hide/deny rule whose glob matches vpath itself. */
 const struct vfs__rule *vfs__glob_latest(const struct vfs *v, const char *vpath)
 {
+	const struct vfs__rule *sys = NULL;
 	const char *last = strrchr(vpath, '/');
+	bool sys_known = false;
 	size_t llen;
 
 	if (!last)
 		return NULL; /* not absolute: no glob matches */
 	last++;
 	llen = strlen(last);
-	for (size_t i = v->n_globs; i-- > 0;)
-		if (tail_fits(v->globs[i], last, llen) && vfs__glob_match(v->globs[i]->virt, vpath))
-			return v->globs[i];
+	for (size_t i = v->n_globs; i-- > 0;) {
+		const struct vfs__rule *g = v->globs[i];
+
+		if (!tail_fits(g, last, llen))
+			continue;
+		if (g->dstar) {
+			/* looked up once, and only for a glob that could match */
+			if (!sys_known)
+				sys = vfs__system_covering(v, vpath);
+			sys_known = true;
+			if (sys && !vfs__glob_reaches(g, sys))
+				continue;
+		}
+		if (vfs__glob_match(g->virt, vpath))
+			return g;
+	}
 	return NULL;
 }
 

@@ -200,9 +200,11 @@ static int open_fifo_nowait(const struct vfs *v, const struct vfs__walk *w, int 
 	return fd;
 }
 
+/* decide_only: stop once the policy allowed it, answering VFS_OPEN_KERNEL for a regular
+ * file or a directory (vfs_open_decide()); other objects go on to be opened. */
 static int open_once(const struct vfs *v, const struct vfs_caller *c, const char *path,
                      int flags, mode_t mode, uint64_t resolve, struct vfs_verdict *verdict,
-                     bool *ret_retry, bool *ret_wait)
+                     bool *ret_retry, bool *ret_wait, bool decide_only)
 {
 	_cleanup_walk_ struct vfs__walk w = { .dirfd = -1, .fd = -1 };
 	int acc, r, fd;
@@ -260,6 +262,9 @@ static int open_once(const struct vfs *v, const struct vfs_caller *c, const char
 	                     verdict);
 	if (r < 0)
 		return r;
+	if (decide_only)
+		return S_ISREG(w.st.st_mode) || S_ISDIR(w.st.st_mode) ? VFS_OPEN_KERNEL
+								      : VFS_OPEN_SUPERVISOR;
 	if (!(flags & O_PATH) && (r = open_ctty(v, c, &w, flags, mode, verdict)) != 0)
 		return r;
 	if ((r = open_fifo_nowait(v, &w, flags, ret_wait, verdict)) != 0)
@@ -293,11 +298,22 @@ _public_ int vfs_open_nowait(const struct vfs *v, const struct vfs_caller *c, co
 	/* a racing creator can make O_CREAT without O_EXCL meet an existing name; the
 	 * kernel retries the lookup too (in open_last_lookups) */
 	for (int i = 0; i < 4; i++) {
-		r = open_once(v, c, path, flags, mode, resolve, verdict, &retry, ret_wait);
+		r = open_once(v, c, path, flags, mode, resolve, verdict, &retry, ret_wait, false);
 		if (!retry)
 			return r;
 	}
 	return r;
+}
+
+_public_ int vfs_open_decide(const struct vfs *v, const struct vfs_caller *c, const char *path,
+                             int flags, struct vfs_verdict *verdict)
+{
+	bool retry;
+
+	if ((flags & O_ACCMODE) != O_RDONLY || (flags & (O_CREAT | O_TRUNC | O_PATH)) ||
+	    (flags & O_TMPFILE) == O_TMPFILE)
+		return VFS_OPEN_SUPERVISOR;
+	return open_once(v, c, path, flags, 0, 0, verdict, &retry, NULL, true);
 }
 
 _public_ int vfs_open(const struct vfs *v, const struct vfs_caller *c, const char *path, int flags,

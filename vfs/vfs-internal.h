@@ -54,11 +54,17 @@ struct vfs__rule {
 	bool root_is_link; /* host source is a symlink (e.g. /bin -> usr/bin) */
 	bool own_only;     /* unnamespaced /tmp, /dev/shm: the host's directory, showing only
 	                      the entries the run created in it (owned.c) */
+	bool system;       /* a read-only system tree ("system" directive): a "**" glob
+	                      anchored above it does not reach into it (vfs__glob_latest()) */
 	/* hide/deny: what a path's last component must start with, end with (or be, when
 	 * tail_whole) for the glob to match it at all: a quick reject, see vfs__glob_tail() */
 	const char *head, *tail;
 	size_t head_len, tail_len;
 	bool tail_whole;
+	/* hide/deny with a "**": the length of its anchor, the literal directories before
+	 * its first wildcard (0 for "/"); a glob without "**" has dstar false */
+	bool dstar;
+	size_t anchor_len;
 };
 
 struct vfs__change {
@@ -136,6 +142,8 @@ const struct vfs__rule *vfs__mount_covering(const struct vfs *v, const char *vpa
 bool vfs__is_implicit(const struct vfs *v, const char *vpath);
 int vfs__implicit_fd(const struct vfs *v, const char *vpath);
 const struct vfs__rule *vfs__glob_latest(const struct vfs *v, const char *vpath);
+const struct vfs__rule *vfs__system_covering(const struct vfs *v, const char *vpath);
+bool vfs__glob_reaches(const struct vfs__rule *g, const struct vfs__rule *sys);
 bool vfs__rescuable(const struct vfs *v, const struct vfs__rule *block, const char *vpath);
 bool vfs__hides_devices(const struct vfs__rule *m);
 void vfs__verdict(struct vfs_verdict *verdict, int err, const char *rule, const char *vpath);

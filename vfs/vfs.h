@@ -256,18 +256,19 @@ int vfs_foreach_mount(const struct vfs *v, int (*fn)(const struct vfs_mount_info
 /*
  * Namespaced mode: call fn for each path of the assembled tree (host path root + vpath)
  * that a glob rule hides or denies for reading, so that the kernel's view can cover it
- * (vfs/cover.c says how far the tree is read). Returns 0, fn's error, or -E2BIG for a
- * tree too large to read at start-up.
+ * (vfs/cover.c says how far the tree is read). Returns 0 once every place a glob can
+ * match was read, fn's error, or -E2BIG when that took more than budget entries or a
+ * path there is longer than PATH_MAX: the covering is then incomplete (what was covered
+ * stays covered).
  */
-int vfs_foreach_cover(const struct vfs *v, const char *root,
+#define VFS_COVER_BUDGET 500000u /* entries: about 2 s of start-up */
+int vfs_foreach_cover(const struct vfs *v, const char *root, unsigned budget,
                       int (*fn)(const char *vpath, bool dir, void *ud), void *ud);
 
 /* Whether a mount namespace built from the table shows what the vfs shows, hidden
  * content aside: not when a mapping of a parent of /dev brings the host's device nodes
  * along (the vfs neither opens nor lists them; the kernel would list them). */
 bool vfs_kernel_view_exact(const struct vfs *v);
-/* Every path a glob hides or denies lies in a tree vfs_foreach_cover() reads wholly. */
-bool vfs_cover_complete(const struct vfs *v);
 
 /* --- the emulated path syscalls ------------------------------------------------------ */
 
@@ -283,6 +284,13 @@ int vfs_open(const struct vfs *v, const struct vfs_caller *c, const char *path, 
  * its flags through /proc/self/fd/N where waiting is harmless. */
 int vfs_open_nowait(const struct vfs *v, const struct vfs_caller *c, const char *path, int flags,
                     mode_t mode, uint64_t resolve, bool *ret_wait, struct vfs_verdict *verdict);
+/* The policy's decision on a read-only open that creates nothing, without opening: a
+ * -errno (the open fails so), VFS_OPEN_KERNEL when it is allowed and names a regular
+ * file or a directory (the kernel may perform it), VFS_OPEN_SUPERVISOR for anything
+ * else (other flags or another type of object: vfs_open_nowait() must do it). */
+enum { VFS_OPEN_KERNEL = 0, VFS_OPEN_SUPERVISOR = 1 };
+int vfs_open_decide(const struct vfs *v, const struct vfs_caller *c, const char *path, int flags,
+                    struct vfs_verdict *verdict);
 
 /* stat family: flags are AT_SYMLINK_NOFOLLOW / AT_NO_AUTOMOUNT (AT_EMPTY_PATH with an
  * empty path is handled by the interposer on the tracee's fd, not here). */

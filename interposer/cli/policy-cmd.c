@@ -43,7 +43,7 @@ static int print_fs_rule(json_t *r)
 
 	if (!w)
 		return -EINVAL;
-	if ((streq(w, "bind") || streq(w, "ro-bind")) && host && virt) {
+	if ((streq(w, "bind") || streq(w, "ro-bind") || streq(w, "system")) && host && virt) {
 		printf("%s ", w);
 		print_escaped(host, false);
 		if (!streq(host, virt)) {
@@ -161,6 +161,9 @@ static int policy_show(struct run_args *a, int argc, char **argv)
 		      "empty stub to stat and listings (--strict-hide: the name is absent too)\n"
 		    : "# hidden content is never readable and a hidden name is absent: every "
 		      "metadata call by name is emulated\n");
+	if (strstr(a->o.policy_json, "\"directive\":\"system\""))
+		printf("# a \"**\" glob does not reach into a system mapping unless it is "
+		       "anchored there: a secret in a system tree is hidden by its path\n");
 	return 0;
 }
 

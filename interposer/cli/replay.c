@@ -29,7 +29,8 @@
  *   - fd-based records (getdents64, fstat through AT_EMPTY_PATH) carry no decision.
  *
  * suggest writes a `moat-policy 1` file with `profile none` that grants what the run
- * used and was allowed, nothing else: what it read (ro-bind), what it wrote or created
+ * used and was allowed, nothing else: what it read (ro-bind; system below the system
+ * directories, as the default profile maps them), what it wrote or created
  * entries in (bind), the workspace (bind, read-only unless written), a private /tmp when
  * it used /tmp, /proc when it looked there, and allow-net for every destination it
  * reached (not moat's own DNS responder or the sandbox's loopback). After the mappings,
@@ -1107,7 +1108,9 @@ static void write_policy(struct suggest *S, FILE *f, const char *file)
 		if (S->needs[i].how == NEED_RO && !streq(S->needs[i].path, "/") &&
 		    !(i > 0 && S->needs[i - 1].how == NEED_RO &&
 		      streq(S->needs[i - 1].path, S->needs[i].path))) {
-			fputs("ro-bind ", f);
+			/* the default profile's kind of mapping there: no "**" secret glob
+			 * reaches in, so the run's opens stay continued */
+			fputs(collapsible(S->needs[i].path) ? "system " : "ro-bind ", f);
 			put_path(f, S->needs[i].path);
 			fputc('\n', f);
 		}

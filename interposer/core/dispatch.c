@@ -429,30 +429,22 @@ static void defer_fifo_open(struct sup_call *c, int fd, int flags)
 }
 
 /*
- * Whether an allowed open may be answered CONTINUE instead of handing over our fd: the
- * kernel then opens the path again, from the caller's memory, in the caller's mount
- * namespace and with its credentials. That reaches the same file unless the path was
- * swapped since our copy, and a swapped path reaches only what the namespace holds, in
- * which every hidden or read-denied path is covered by an empty stub (spawn.c
- * cover_hidden()). So: read-only opens that create nothing, of a regular file or a
- * directory (a device, a FIFO or a socket may mean something else to the caller than to
- * us, /dev/tty above all), and only where the namespace covers (continue_ro_opens).
- * creat() never gets here read-only.
+ * Whether an open may be answered CONTINUE after the check instead of handing over our
+ * fd: the kernel then opens the path again, from the caller's memory, in the caller's
+ * mount namespace and with its credentials (which also make the permission check the
+ * supervisor would have made). That reaches the same file unless the path was swapped
+ * since our copy, and a swapped path reaches only what the namespace holds, in which
+ * every hidden or read-denied path is covered by an empty stub (spawn.c cover_one()).
+ * So: read-only opens that create nothing (vfs_open_decide() checks the flags), of a
+ * regular file or a directory (a device, a FIFO or a socket may mean something else to
+ * the caller than to us, /dev/tty above all), and only where the namespace covers
+ * (continue_ro_opens). openat2's flags live in memory (struct open_how), where a thread
+ * could turn them into O_RDWR|O_CREAT after the check; open and openat pass them in a
+ * register, which cannot change. creat() never gets here read-only.
  */
-static bool may_continue_open(struct sup_call *c, int fd, int flags)
+static bool may_continue_open(const struct sup_call *c)
 {
-	struct stat st;
-
-	/* openat2's flags live in memory (struct open_how), where a thread could turn
-	 * them into O_RDWR|O_CREAT after the check; open and openat pass them in a
-	 * register, which cannot change. */
-	if (!c->s->continue_ro_opens || c->e->id == SC_openat2 ||
-	    (flags & O_ACCMODE) != O_RDONLY || (flags & (O_CREAT | O_TRUNC | O_PATH)) ||
-	    (flags & O_TMPFILE) == O_TMPFILE)
-		return false;
-	if (fstat(fd, &st) < 0)
-		return false;
-	return S_ISREG(st.st_mode) || S_ISDIR(st.st_mode);
+	return c->s->continue_ro_opens && c->e->id != SC_openat2;
 }
 
 static void do_open(struct sup_call *c, int64_t dirfd, uint64_t path_addr, int flags,
@@ -475,6 +467,16 @@ static void do_open(struct sup_call *c, int64_t dirfd, uint64_t path_addr, int f
 			base, &caller);
 	if (r < 0)
 		return set_result(c, r);
+	if (may_continue_open(c)) {
+		/* decided without opening: the kernel opens it */
+		r = vfs_open_decide(c->s->vfs, &caller, c->path, flags, &c->verdict);
+		if (r < 0)
+			return set_result(c, r);
+		if (r == VFS_OPEN_KERNEL) {
+			c->outcome = CALL_CONTINUE;
+			return;
+		}
+	}
 	r = vfs_open_nowait(c->s->vfs, &caller, c->path, flags, mode, resolve, &wait, &c->verdict);
 	if (r < 0)
 		return set_result(c, r);
@@ -482,11 +484,6 @@ static void do_open(struct sup_call *c, int64_t dirfd, uint64_t path_addr, int f
 		return defer_fifo_open(c, r, flags);
 	if ((flags & O_ACCMODE) != O_RDONLY && names_comm(c->verdict.vpath))
 		atomic_store(&c->s->comm_nocache, true); /* see read_comm() */
-	if (may_continue_open(c, r, flags)) {
-		close(r);
-		c->outcome = CALL_CONTINUE;
-		return;
-	}
 	c->fd = r;
 	c->fd_flags = (flags & O_CLOEXEC) ? O_CLOEXEC : 0;
 	c->outcome = CALL_ADDFD;
@@ -549,6 +546,21 @@ static int stat_fd(struct sup_call *c, int64_t fd, struct stat *st)
 	return 0;
 }
 
+/*
+ * A metadata call by name that the supervisor allowed, answered CONTINUE: the kernel
+ * repeats it in the sandbox's mount namespace. Only where that namespace holds what the
+ * vfs shows, hidden content covered (continue_ro_opens, see may_continue_open()): the
+ * call is trapped at all only to be recorded (--audit), and a path swapped after the
+ * check reaches what namespaced mode answers natively without --audit.
+ */
+static bool continue_meta(struct sup_call *c, int r)
+{
+	if (r < 0 || !c->s->continue_ro_opens)
+		return false;
+	c->outcome = CALL_CONTINUE;
+	return true;
+}
+
 static void do_stat(struct sup_call *c, int64_t dirfd, uint64_t path_addr, uint64_t buf_addr,
 		    int flags)
 {
@@ -574,6 +586,8 @@ static void do_stat(struct sup_call *c, int64_t dirfd, uint64_t path_addr, uint6
 			r = vfs_stat(c->s->vfs, &caller, c->path, flags & ~AT_EMPTY_PATH, &st,
 				     &c->verdict);
 	}
+	if (continue_meta(c, r))
+		return;
 	if (r >= 0)
 		r = write_back(c, buf_addr, &st, sizeof(st));
 	set_result(c, r < 0 ? r : 0);
@@ -618,6 +632,8 @@ static void handle_statx(struct sup_call *c)
 			r = vfs_statx(c->s->vfs, &caller, c->path, flags & ~AT_EMPTY_PATH, mask, &stx,
 				      &c->verdict);
 	}
+	if (continue_meta(c, r))
+		return;
 	if (r >= 0)
 		r = write_back(c, ARG(c, 4), &stx, sizeof(stx));
 	set_result(c, r < 0 ? r : 0);
@@ -666,7 +682,9 @@ static void handle_access(struct sup_call *c, int64_t dirfd, uint64_t path, int 
 	/* access(2) asks for the real ids unless AT_EACCESS */
 	if (!(flags & AT_EACCESS) && (r = creds_caller(c->tid, c->req->id, CREDS_REAL)) < 0)
 		return set_result(c, r);
-	set_result(c, vfs_access(c->s->vfs, &caller, c->path, mode, flags, &c->verdict));
+	r = vfs_access(c->s->vfs, &caller, c->path, mode, flags, &c->verdict);
+	if (!continue_meta(c, r))
+		set_result(c, r);
 }
 
 static void handle_readlink(struct sup_call *c, int64_t dirfd, uint64_t path, uint64_t buf,
@@ -681,6 +699,8 @@ static void handle_readlink(struct sup_call *c, int64_t dirfd, uint64_t path, ui
 	if (prep_path(c, dirfd, path, c->path, base, &caller) < 0)
 		return;
 	r = vfs_readlink(c->s->vfs, &caller, c->path, out, sizeof(out), &c->verdict);
+	if (continue_meta(c, r))
+		return;
 	if (r >= 0) {
 		size_t n = MIN((size_t)r, (size_t)size);
 		int w = write_back(c, buf, out, n);

@@ -516,6 +516,15 @@ static void on_sync(struct run *R)
 		/* No notifier is working yet: the keeper sends this before it forks the
 		 * command, whose listener arrives after it on this socket. */
 		rebase_vfs(R, cred.pid, passed);
+		if (cred.pid == R->keeper && m.value == 1) {
+			/* An incomplete covering may have left a glob match in the
+			 * namespace: a path swapped after a CONTINUE could reach it. */
+			R->ctx.continue_ro_opens = false;
+			log_info("every call by name is emulated in this run: the trees the hide "
+				 "rules' globs can match in hold more than %u entries, or a path "
+				 "longer than PATH_MAX, so they could not be covered at start-up",
+				 VFS_COVER_BUDGET);
+		}
 		break;
 	default:
 		break;
@@ -1512,12 +1521,9 @@ int sup_run(struct sup_opts *o)
 		 * the command inherited) is refused by Landlock alone. */
 		if (R->feat.landlock_abi <= 0)
 			R->ctx.continue_ro_opens = false;
-		/* A "**" match in a tree the covering does not read wholly (a read-only
-		 * mapping, the system trees) keeps its content in the namespace: a path
-		 * swapped to it after a CONTINUE would be opened. Hidden content is never
-		 * readable by any path, so opens stay emulated then. */
-		if (!vfs_cover_complete(o->vfs))
-			R->ctx.continue_ro_opens = false;
+		/* The covering reads every tree a glob can match in (vfs/cover.c); when
+		 * that goes over its budget the keeper says so (SYNC_MOUNTS_READY) and
+		 * opens stay emulated. */
 		/* The metadata the kernel answers must not show a hidden file either. */
 		plan.cover_globs = R->ctx.continue_ro_opens || fk == SUP_FILTER_NAMESPACED;
 		r = sup_filter_precompiled(fk, &plan.prog);

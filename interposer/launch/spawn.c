@@ -451,7 +451,7 @@ fail:
 	return r;
 }
 
-static int build_mount_ns(const struct spawn_plan *p)
+static int build_mount_ns(struct spawn_plan *p)
 {
 	struct mount_ctx mc = { 0 };
 	int r;
@@ -507,16 +507,28 @@ static int build_mount_ns(const struct spawn_plan *p)
 		cover = false;
 #endif
 	if (cover) {
+		unsigned budget = VFS_COVER_BUDGET;
+
+#if MOAT_TEST_HOOKS
+		if (getenv("MOAT_TEST_COVER_BUDGET"))
+			budget = (unsigned)strtoul(getenv("MOAT_TEST_COVER_BUDGET"), NULL, 10);
+#endif
 		/* pid 1 is the keeper, a fork of the supervisor that the vfs never shows
 		 * (its command line is moat's): the kernel's /proc must not either. */
 		r = RET_NERRNO(mount("tmpfs", "/newroot/proc/1", "tmpfs",
 				     MS_RDONLY | MS_NOSUID | MS_NODEV, "size=0,mode=000"));
 		if (r < 0 && r != -ENOENT)
 			return r;
-		r = vfs_foreach_cover(p->opts->vfs, "/newroot", cover_one, &mc);
-		if (r == -E2BIG)
-			log_error("the writable trees are too large to search for what the hide "
-				  "rules' globs match: run with --strict-hide");
+		r = vfs_foreach_cover(p->opts->vfs, "/newroot", budget, cover_one, &mc);
+		if (r == -E2BIG && mc.err == 0) {
+			/* Some glob match may be left uncovered: nothing may rely on the
+			 * kernel's view then. Every call by name goes back to the supervisor
+			 * (the --strict-hide filter) and no open is continued (the
+			 * supervisor learns it from SYNC_MOUNTS_READY). */
+			p->cover_globs = false;
+			p->cover_incomplete = true;
+			r = sup_filter_precompiled(SUP_FILTER_STRICT_HIDE, &p->prog);
+		}
 		if (r < 0 || mc.err < 0) {
 			log_debug("covering %s failed: %s", mc.failed[0] ? mc.failed : "hidden paths",
 				  strerror(-(mc.err ? mc.err : r)));
@@ -732,7 +744,8 @@ _noreturn_ static void keeper_main(struct spawn_plan *p)
 			 * unprivileged supervisor may not open once we are non-dumpable. */
 			int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 
-			if (root < 0 || sync_send_fd(p->sync_fd, SYNC_MOUNTS_READY, 0, root) < 0)
+			if (root < 0 || sync_send_fd(p->sync_fd, SYNC_MOUNTS_READY,
+						     p->cover_incomplete, root) < 0)
 				child_fail(p->sync_fd, STAGE_MOUNT, errno ? errno : EIO);
 			close(root);
 		}

@@ -24,7 +24,8 @@ enum sync_type {
 	SYNC_EXEC_FAILED,     /* command -> supervisor: value = errno of the last execve */
 	SYNC_SETUP_FAILED,    /* child -> supervisor: value = errno, value2 = stage */
 	SYNC_STATUS,          /* init -> supervisor: value = the command's wait status */
-	SYNC_MOUNTS_READY,    /* keeper -> supervisor: the sandbox's root is built (namespaced) */
+	SYNC_MOUNTS_READY,    /* keeper -> supervisor: the sandbox's root is built (namespaced);
+	                         value = 1 when the covering went over its budget */
 	SYNC_DNS,             /* init -> supervisor: SCM_RIGHTS = the sandbox's DNS socket,
 	                         or none and value = errno (netns.c) */
 	SYNC_ARGV,            /* supervisor -> keeper (--start-fd): value = the length of
@@ -44,6 +45,8 @@ struct spawn_plan {
 	const struct sup_features *features;
 	bool namespaced;
 	bool cover_globs;       /* cover what glob rules hide or deny (the fast path needs it) */
+	bool cover_incomplete;  /* the keeper: the covering went over its budget, so the
+	                           command gets the --strict-hide filter instead of prog */
 	struct sock_fprog prog;
 	char **envp;            /* built before fork: no allocation in the child */
 	bool wait_argv;         /* --start-fd: the keeper waits for SYNC_ARGV before it forks

@@ -939,6 +939,55 @@ static void test_want_of(void **state)
 	assert_int_equal(vfs_want_of(_SC_ACCESS_MAX, 0), 0);
 }
 
+/* T as a system tree at /sys, T/other mapped read-only inside it, then the hide rules
+ * (NULL-terminated), namespaced. */
+static struct vfs *system_vfs(const char *const *hides)
+{
+	struct vfs *v;
+	char err[512], arg[PATH_MAX + 64];
+
+	assert_int_equal(vfs_new(NULL, &v), 0);
+	snprintf(arg, sizeof(arg), "%s:/sys", T);
+	assert_int_equal(vfs_add_directive(v, "system", arg, "test", err, sizeof(err)), 0);
+	snprintf(arg, sizeof(arg), "%s/other:/sys/other", T);
+	assert_int_equal(vfs_add_directive(v, "ro-bind", arg, "test", err, sizeof(err)), 0);
+	for (size_t i = 0; hides[i]; i++)
+		assert_int_equal(vfs_add_directive(v, "hide", hides[i], "test", err, sizeof(err)), 0);
+	assert_int_equal(vfs_finalize(v, VFS_MODE_NAMESPACED, err, sizeof(err)), 0);
+	return v;
+}
+
+/* A "**" glob anchored above a system mapping does not reach into it; one anchored in
+ * it does, and so does a glob without "**"; a mapping inside the system tree is not
+ * part of it. The decision and the listing filter agree. */
+static void test_system_trees(void **state)
+{
+	static const char *const anchored[] = { "**/.env", "/sys/**/id_rsa", "/sys/ws/sub",
+						"**/o.txt", NULL };
+	static const char *const above[] = { "**/.env", "/sys/ws/sub", NULL };
+	struct vfs_verdict vd;
+	struct vfs *v;
+
+	(void)state;
+	v = system_vfs(anchored);
+	assert_int_equal(vfs_decide(v, "/sys/ws/.env", VFS_WANT_READ, &vd), 0);
+	assert_int_equal(vfs_decide(v, "/sys/home/me/.ssh/id_rsa", VFS_WANT_READ, &vd), -ENOENT);
+	assert_int_equal(vfs_decide(v, "/sys/ws/sub/b.txt", VFS_WANT_READ, &vd), -ENOENT);
+	/* another mapping inside the system tree: the globs reach it */
+	assert_int_equal(vfs_decide(v, "/sys/other/o.txt", VFS_WANT_READ, &vd), -ENOENT);
+	assert_true(vfs_dir_needs_filter(v, "/sys/home/me/.ssh"));
+	assert_true(vfs_dir_needs_filter(v, "/sys/other"));
+	vfs_free(v);
+
+	/* without a glob anchored inside: only what a glob can still name is filtered */
+	v = system_vfs(above);
+	assert_false(vfs_dir_needs_filter(v, "/sys/home"));
+	assert_true(vfs_dir_needs_filter(v, "/sys/ws"));    /* its sub is hidden by path */
+	assert_true(vfs_dir_needs_filter(v, "/sys/other")); /* not a system tree */
+	assert_true(vfs_dir_needs_filter(v, "/sys"));       /* /sys/other is below it */
+	vfs_free(v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -958,6 +1007,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_changes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_changes_many, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_json, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_system_trees, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
