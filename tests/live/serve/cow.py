@@ -21,7 +21,7 @@ import moat  # noqa: E402
 MOAT = os.environ["MOAT"]
 n = 0
 failed = 0
-PLAN = 21
+PLAN = 23
 
 
 def check(cond, name, diag=""):
@@ -89,6 +89,38 @@ def overlays(pid, ws):
         return sum(1 for line in f if f" {ws} " in line and "overlay" in line)
 
 
+def warm_runs(server_pid, sandbox):
+    """Host pids of the server's `moat run --start-fd` children built for sandbox."""
+    out = []
+    for p in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{p}/cmdline", "rb") as f:
+                cmd = f.read()
+            with open(f"/proc/{p}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == server_pid and b"--start-fd" in cmd and f"/{sandbox}/exec-".encode() in cmd:
+            out.append(int(p))
+    return out
+
+
+def wait_warm(server_pid, sandbox, secs=20):
+    end = time.time() + secs
+    while time.time() < end:
+        pids = warm_runs(server_pid, sandbox)
+        if pids:
+            return pids
+        time.sleep(0.05)
+    return []
+
+
+def started_pid(sb, argv):
+    events = list(sb.stream(argv))
+    pids = [e["pid"] for e in events if isinstance(e, dict) and e.get("event") == "started"]
+    return (pids[0] if pids else None), events[-1]
+
+
 def main():
     print(f"1..{PLAN}")
     if os.geteuid() != 0:
@@ -150,6 +182,20 @@ def main():
                     ok = err.code == "busy"
                 check(ok, f"a second cow sandbox on the same workspace is refused [{mode}]")
                 check(overlays(srv.pid, ws) == 1, f"the overlay is in the server's namespace [{mode}]")
+                # Warm starts: a run built ahead is taken, and one built on the overlay
+                # a discard replaced is never used (it would show the dropped file).
+                sb.run(["sh", "-c", "echo dropped > warm.txt"])
+                old = wait_warm(srv.pid, sb.id)
+                sb.discard()
+                end = time.time() + 20
+                new = []
+                while time.time() < end and not new:
+                    new = [x for x in warm_runs(srv.pid, sb.id) if x not in old]
+                    time.sleep(0.05)
+                pid, r = started_pid(sb, ["sh", "-c", "cat warm.txt 2>/dev/null; echo end"])
+                check(old and pid in new and pid not in old and r.stdout == "end\n",
+                      f"cow: an exec after a discard starts warm, in a run built after it [{mode}]",
+                      (old, new, pid, r.stdout, r.stderr[-300:]))
             time.sleep(0.3)
             check(overlays(srv.pid, ws) == 0, f"destroy: no overlay is left [{mode}]")
         # limits.disk: the layer is on a tmpfs of that size
