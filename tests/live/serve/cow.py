@@ -17,6 +17,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.environ["MOAT_SRC"], "sdk", "python"))
 import moat  # noqa: E402
+from serve import wait_warm, warm_runs  # noqa: E402  (this directory: the pool's runs)
 
 MOAT = os.environ["MOAT"]
 n = 0
@@ -87,32 +88,6 @@ def make_ws(d):
 def overlays(pid, ws):
     with open(f"/proc/{pid}/mountinfo") as f:
         return sum(1 for line in f if f" {ws} " in line and "overlay" in line)
-
-
-def warm_runs(server_pid, sandbox):
-    """Host pids of the server's `moat run --start-fd` children built for sandbox."""
-    out = []
-    for p in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{p}/cmdline", "rb") as f:
-                cmd = f.read()
-            with open(f"/proc/{p}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        if ppid == server_pid and b"--start-fd" in cmd and f"/{sandbox}/exec-".encode() in cmd:
-            out.append(int(p))
-    return out
-
-
-def wait_warm(server_pid, sandbox, secs=20):
-    end = time.time() + secs
-    while time.time() < end:
-        pids = warm_runs(server_pid, sandbox)
-        if pids:
-            return pids
-        time.sleep(0.05)
-    return []
 
 
 def started_pid(sb, argv):
