@@ -68,6 +68,11 @@
 #define FILE_MAX (64u << 20)           /* put / get */
 #define DENIALS_MAX 1000               /* kept in a result; the rest are counted */
 #define KILL_GRACE_MS 3000
+/* Runs built ahead per sandbox: at most WARM_DEPTH_MAX ready (--warm), and room for
+ * as many again that were dropped (a commit or a discard) and are still ending. */
+#define WARM_DEPTH_MAX 4
+#define WARM_SLOTS (2 * WARM_DEPTH_MAX)
+#define WARM_DEPTH_DEFAULT 2
 
 enum src_kind { SRC_LISTEN, SRC_SIGNAL, SRC_CLIENT, SRC_PIDFD, SRC_STDOUT, SRC_STDERR,
 		SRC_EVENTS, SRC_STDIN, SRC_GO };
@@ -118,7 +123,8 @@ struct sandbox {
 	char **args;                    /* `moat run` options for every exec */
 	size_t n_args;
 	struct exec *running;
-	struct exec *warm;              /* built ahead for the next exec, or NULL */
+	struct exec *warm[WARM_SLOTS];  /* built ahead, oldest first; dropped ones end */
+	unsigned n_warm;
 	json_t *destroy_id;             /* answered once the sandbox is really gone */
 	bool queued;                    /* an exec waits for a slot (struct waiting) */
 	unsigned n_execs;
@@ -156,7 +162,7 @@ struct server {
 	unsigned long next_client;
 	unsigned next_sandbox, n_sandboxes, n_running;
 	unsigned max_sandboxes, max_running;
-	bool warm;                      /* keep a sandbox built ahead per sandbox */
+	unsigned warm;                  /* runs kept built ahead per sandbox (--warm) */
 	bool own_mount_ns;              /* made for the first copy-on-write sandbox */
 	bool stop;
 };
@@ -398,17 +404,42 @@ static void exec_kill(struct exec *x, int sig)
 		x->kill_ms = now_ms();
 }
 
+/* A warm run still waiting for its command (not ended, not dropped). */
+static bool warm_ready(const struct exec *x)
+{
+	return !x->exited && x->go.fd >= 0;
+}
+
+/* Take x out of sb's pool; false if it was not in it. */
+static bool warm_remove(struct sandbox *sb, const struct exec *x)
+{
+	for (unsigned i = 0; i < sb->n_warm; i++)
+		if (sb->warm[i] == x) {
+			memmove(&sb->warm[i], &sb->warm[i + 1], (sb->n_warm - i - 1) * sizeof(x));
+			sb->n_warm--;
+			return true;
+		}
+	return false;
+}
+
+/* Drop every warm run: EOF for the command it waits for ends it by itself, and the
+ * signal makes sure. It stays in the pool, never used again, until it is reaped. */
+static void warm_drop(struct server *S, struct sandbox *sb)
+{
+	for (unsigned i = 0; i < sb->n_warm; i++) {
+		src_close(S, &sb->warm[i]->go);
+		exec_kill(sb->warm[i], SIGTERM);
+	}
+}
+
 /* destroy: the sandbox goes now, or once its exec has been killed and reaped. */
 static void sandbox_destroy(struct server *S, struct sandbox *sb)
 {
 	sb->dying = true;
 	if (sb->running)
 		exec_kill(sb->running, SIGTERM);
-	if (sb->warm) {
-		src_close(S, &sb->warm->go); /* no command: it ends by itself */
-		exec_kill(sb->warm, SIGTERM);
-	}
-	if (!sb->running && !sb->warm)
+	warm_drop(S, sb);
+	if (!sb->running && !sb->n_warm)
 		sandbox_free(S, sb);
 }
 
@@ -554,8 +585,15 @@ static void op_cow(struct server *S, struct client *c, json_t *id, json_t *req, 
 			return send_error(S, c, id, "io", "export: %s", err);
 		}
 	}
+	/* A commit or a discard mounts a new overlay: a run built ahead holds the one it
+	 * saw (in its mount namespace, and as its working directory), so it goes, and the
+	 * pool is built again on the new one. An export changes nothing of it. */
+	if (!streq(op, "export"))
+		warm_drop(S, sb);
 	j = cow_mount_finish(sb->cow, streq(op, "commit"), streq(op, "discard"),
 			     tar.fd >= 0 ? &tar : NULL, &sums, err, sizeof(err));
+	if (!streq(op, "export"))
+		warm_up(S, sb);
 	if (j && tar.fd >= 0) {
 		json_object_set_new(j, "tar", json_string(path));
 		json_object_set_new(j, "sha256", json_string(spath));
@@ -811,16 +849,51 @@ fail:
 	return NULL;
 }
 
-/* The pool: one sandbox built ahead for the next exec (none with --no-warm). */
+/*
+ * The pool: --warm runs built ahead for the next execs (none with --no-warm). More than
+ * one, so that the run an exec takes had the time of several calls to get ready: one
+ * started after the previous exec may still be building when the next request comes.
+ * A copy-on-write sandbox has them too; a commit or a discard, which mount a new
+ * overlay, drops them first (op_cow()).
+ */
 static void warm_up(struct server *S, struct sandbox *sb)
 {
-	/* not for a copy-on-write sandbox: a run built ahead would hold the overlay it
-	 * saw, and a commit or discard starts a new one */
-	if (S->warm && !sb->warm && !sb->dying && !sb->cow)
-		sb->warm = exec_spawn(S, sb);
+	unsigned ready = 0;
+
+	for (unsigned i = 0; i < sb->n_warm; i++)
+		ready += warm_ready(sb->warm[i]);
+	while (!sb->dying && ready < S->warm && sb->n_warm < WARM_SLOTS) {
+		struct exec *x = exec_spawn(S, sb);
+
+		if (!x)
+			break;
+		sb->warm[sb->n_warm++] = x;
+		ready++;
+	}
 }
 
-/* Queue bytes to write into a pipe of the command from the loop (stdin, the command). */
+/* Write what is pending into a pipe of the command (stdin, the command) as far as it
+ * goes without blocking; all written, or the reader gone: EOF. True when closed. */
+static bool push_pending(struct server *S, struct src *s)
+{
+	struct exec *x = s->owner;
+	char *data = s->kind == SRC_STDIN ? x->stdin_data : x->go_data;
+	size_t len = s->kind == SRC_STDIN ? x->stdin_len : x->go_len;
+	size_t *off = s->kind == SRC_STDIN ? &x->stdin_off : &x->go_off;
+	ssize_t n = nb_io(s->fd, NULL, data + *off, len - *off);
+
+	if (n > 0)
+		*off += (size_t)n;
+	if (n == 0 || *off == len) {
+		src_close(S, s);
+		return true;
+	}
+	return false;
+}
+
+/* Bytes to write into a pipe of the command (stdin, the command): at once as far as the
+ * pipe takes them (a warm sandbox waits for its command: no turn of the loop in
+ * between), the rest from the loop. */
 static void pending_write(struct server *S, struct src *s, char *data, size_t len)
 {
 	struct exec *x = s->owner;
@@ -832,10 +905,10 @@ static void pending_write(struct server *S, struct src *s, char *data, size_t le
 		x->go_data = data;
 		x->go_len = len;
 	}
-	if (len)
-		ep_add(S, s, EPOLLOUT);
-	else
+	if (!len)
 		src_close(S, s); /* nothing to write: EOF at once */
+	else if (!push_pending(S, s))
+		ep_add(S, s, EPOLLOUT);
 }
 
 static void op_exec(struct server *S, struct client *c, json_t *id, json_t *req, bool dequeued)
@@ -884,6 +957,16 @@ static void op_exec(struct server *S, struct client *c, json_t *id, json_t *req,
 		json_object_set_new(go, "timeout", json_real(atof(tbuf)));
 	go_text = go ? json_dumps(go, JSON_COMPACT) : NULL;
 	json_decref(go);
+	if (go_text) {
+		/* a line: the waiting run starts at its newline, before our close */
+		char *line = realloc(go_text, strlen(go_text) + 2);
+
+		if (!line)
+			free(go_text);
+		else
+			strcat(line, "\n");
+		go_text = line;
+	}
 	if (jin && !(in_copy = malloc(json_string_length(jin) + 1))) {
 		free(go_text);
 		go_text = NULL;
@@ -893,12 +976,15 @@ static void op_exec(struct server *S, struct client *c, json_t *id, json_t *req,
 	if (jin)
 		memcpy(in_copy, json_string_value(jin), json_string_length(jin));
 
-	/* The warm one, if it is still alive; else a cold start, the same way. */
-	x = sb->warm && !sb->warm->exited ? sb->warm : NULL;
-	if (!x)
+	/* The oldest warm one still waiting; else a cold start, the same way. */
+	x = NULL;
+	for (i = 0; i < sb->n_warm && !x; i++)
+		if (warm_ready(sb->warm[i]))
+			x = sb->warm[i];
+	if (x)
+		warm_remove(sb, x);
+	else
 		x = exec_spawn(S, sb);
-	if (x == sb->warm)
-		sb->warm = NULL;
 	if (!x) {
 		free(go_text);
 		free(in_copy);
@@ -925,13 +1011,12 @@ static void exec_finish(struct server *S, struct exec *x)
 	if (!x->req_id) {
 		/* A warm one that ended before it was used (destroyed, or its set-up
 		 * failed): nobody waits for it. The next exec starts cold and says why. */
-		if (sb->warm == x)
-			sb->warm = NULL;
+		warm_remove(sb, x);
 		unlink(x->report);
 		x->sb = NULL;
 		x->next_dead = S->dead;
 		S->dead = x;
-		if (sb->dying && !sb->running && !sb->warm)
+		if (sb->dying && !sb->running && !sb->n_warm)
 			sandbox_free(S, sb);
 		return;
 	}
@@ -976,7 +1061,7 @@ static void exec_finish(struct server *S, struct exec *x)
 	x->sb = NULL;
 	x->next_dead = S->dead;
 	S->dead = x;
-	if (sb->dying && !sb->warm)
+	if (sb->dying && !sb->n_warm)
 		sandbox_free(S, sb);
 	else
 		warm_up(S, sb);
@@ -1055,15 +1140,7 @@ static void on_exec_fd(struct server *S, struct src *s)
 	if (s->fd < 0 || !x->sb)
 		return; /* closed earlier in this batch of events, or finished */
 	if (s->kind == SRC_STDIN || s->kind == SRC_GO) {
-		char *data = s->kind == SRC_STDIN ? x->stdin_data : x->go_data;
-		size_t len = s->kind == SRC_STDIN ? x->stdin_len : x->go_len;
-		size_t *off = s->kind == SRC_STDIN ? &x->stdin_off : &x->go_off;
-
-		n = nb_io(s->fd, NULL, data + *off, len - *off);
-		if (n > 0)
-			*off += (size_t)n;
-		if (n == 0 || *off == len)
-			src_close(S, s); /* all written, or the reader went away: EOF */
+		push_pending(S, s);
 		return;
 	}
 	if (s->kind == SRC_PIDFD) {
@@ -1460,10 +1537,12 @@ static int serve_setup(struct server *S, const char *sock_path)
 static void reap_all(struct server *S)
 {
 	for (struct sandbox *sb = S->sandboxes, *next; sb; sb = next) {
-		struct exec *xs[2] = { sb->running, sb->warm };
+		struct exec *xs[1 + WARM_SLOTS] = { sb->running };
+		unsigned nx = 1 + sb->n_warm;
 
+		memcpy(xs + 1, sb->warm, sb->n_warm * sizeof(xs[0]));
 		next = sb->next;
-		for (int i = 0; i < 2; i++) {
+		for (unsigned i = 0; i < nx; i++) {
 			struct exec *x = xs[i];
 
 			if (x && !x->exited && waitpid(x->pid, &x->wstatus, WNOHANG) == x->pid) {
@@ -1484,9 +1563,11 @@ static void kill_overdue(struct server *S)
 	uint64_t now = now_ms();
 
 	for (struct sandbox *sb = S->sandboxes; sb; sb = sb->next) {
-		struct exec *xs[2] = { sb->running, sb->warm };
+		struct exec *xs[1 + WARM_SLOTS] = { sb->running };
+		unsigned nx = 1 + sb->n_warm;
 
-		for (int i = 0; i < 2; i++)
+		memcpy(xs + 1, sb->warm, sb->n_warm * sizeof(xs[0]));
+		for (unsigned i = 0; i < nx; i++)
 			if (xs[i] && !xs[i]->exited && xs[i]->kill_ms &&
 			    now - xs[i]->kill_ms > KILL_GRACE_MS)
 				kill(xs[i]->pid, SIGKILL);
@@ -1525,16 +1606,18 @@ int serve_cli(int argc, char **argv)
 		{ "max-sandboxes", required_argument, NULL, 'm' },
 		{ "max-running", required_argument, NULL, 'r' },
 		{ "no-warm", no_argument, NULL, 'w' },
+		{ "warm", required_argument, NULL, 'W' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
 	const char *usage =
-		"usage: moat serve --socket PATH [--max-sandboxes N] [--max-running N] [--no-warm]\n"
+		"usage: moat serve --socket PATH [--max-sandboxes N] [--max-running N] [--warm N]\n"
+		"                  [--no-warm]\n"
 		"Serve sandboxes over JSON lines on a unix socket (docs/serve.md).\n";
 	struct server S = { .max_sandboxes = 64, .max_running = 16, .state_lock = -1 };
 
 	S.waiting_tail = &S.waiting;
-	S.warm = true;
+	S.warm = WARM_DEPTH_DEFAULT;
 	const char *sock = NULL;
 	int opt;
 
@@ -1562,7 +1645,16 @@ int serve_cli(int argc, char **argv)
 				S.max_running = (unsigned)v;
 			break;
 		case 'w':
-			S.warm = false;
+			S.warm = 0;
+			break;
+		case 'W':
+			v = strtol(optarg, &end, 10);
+			if (*end || v < 0 || v > WARM_DEPTH_MAX) {
+				fprintf(stderr, "moat serve: --warm takes a number from 0 to %d\n%s",
+					WARM_DEPTH_MAX, usage);
+				return MOAT_EXIT_FAILURE;
+			}
+			S.warm = (unsigned)v;
 			break;
 		case 'h':
 			fputs(usage, stdout);

@@ -645,7 +645,8 @@ static void start_timeout(struct run *R)
 
 /*
  * --start-fd: the sandbox is built and waits (a warm start, for moat serve's pool); the
- * command comes as one JSON object, {"argv": [...], "timeout": SECONDS}, ended by EOF.
+ * command comes as one JSON object, {"argv": [...], "timeout": SECONDS}, ended by a
+ * newline or EOF.
  * The run's clock and its timeout start then. EOF without a command ends the run
  * (reason setup-failed, ECANCELED): the pool discards a sandbox that way.
  */
@@ -670,7 +671,10 @@ static void on_start(struct run *R)
 		R->start_buf = b;
 		memcpy(b + R->start_len, chunk, (size_t)n);
 		R->start_len += (size_t)n;
-		return;
+		/* A newline ends the request as EOF does (JSON text has none unescaped):
+		 * a warm start need not wait for the writer's close. */
+		if (!memchr(chunk, '\n', (size_t)n))
+			return;
 	}
 	epoll_ctl(R->epfd, EPOLL_CTL_DEL, o->start_fd, NULL);
 	if (!R->start_len) {

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -192,34 +193,40 @@ int spawn_send_argv(int fd, char *const *argv)
 	return r;
 }
 
-/* The keeper's side: the argv the supervisor sent, as a NULL-ended array it owns. */
+/*
+ * The waiting command's side: the argv the supervisor sent, as a NULL-ended array in
+ * memory of its own. mmap rather than malloc: this process descends by raw clones from
+ * one with threads, so a malloc arena lock another thread held then is held for good.
+ */
 static char **recv_argv(int sync_fd)
 {
 	struct sync_msg m;
+	size_t len, k = 0;
 	char *blob, **argv;
-	size_t n = 0, k = 0;
 	ssize_t got;
+	void *mem;
 
 	do
 		got = read(sync_fd, &m, sizeof(m));
 	while (got < 0 && errno == EINTR);
 	if (got != sizeof(m) || m.type != SYNC_ARGV || m.value <= 0 || m.value > SPAWN_ARGV_MAX)
 		return NULL;
-	blob = malloc((size_t)m.value + 1);
-	if (!blob)
+	len = (size_t)m.value;
+	/* at most one string per byte: the pointers fit behind the strings */
+	mem = mmap(NULL, len + (len + 1) * sizeof(char *), PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mem == MAP_FAILED)
 		return NULL;
+	argv = mem;
+	blob = (char *)(argv + len + 1);
 	do
-		got = read(sync_fd, blob, (size_t)m.value);
+		got = read(sync_fd, blob, len);
 	while (got < 0 && errno == EINTR);
-	if (got != m.value || blob[m.value - 1] != '\0')
+	if (got != m.value || blob[len - 1] != '\0')
 		return NULL;
-	for (int i = 0; i < m.value; i++)
-		n += blob[i] == '\0';
-	argv = calloc(n + 1, sizeof(char *));
-	if (!argv)
-		return NULL;
-	for (size_t off = 0; off < (size_t)m.value; off += strlen(blob + off) + 1)
+	for (size_t off = 0; off < len; off += strlen(blob + off) + 1)
 		argv[k++] = blob + off;
+	argv[k] = NULL;
 	return argv;
 }
 
@@ -694,6 +701,13 @@ _noreturn_ static void command_main(struct spawn_plan *p, pid_t keeper)
 	 * the listener (close-on-exec) out of this process with pidfd_getfd(). */
 	if (sync_send(p->sync_fd, SYNC_LISTENER, listener, 0) < 0)
 		_exit(MOAT_EXIT_FAILURE);
+	/* A warm start: everything above is done before the command is known, so that a
+	 * request costs one message and the exec. Nothing of the request changes what
+	 * came before (the environment, the directory and the limits are the run's); the
+	 * filter is already in place, and read and malloc are native under it. Only this
+	 * process reads the sync socket now: the keeper waits for signals. */
+	if (p->wait_argv && !(p->argv = recv_argv(p->sync_fd)))
+		child_fail(p->sync_fd, STAGE_SYNC, EPROTO);
 
 	environ = p->envp;
 	execvp(p->argv[0], p->argv);
@@ -751,10 +765,6 @@ _noreturn_ static void keeper_main(struct spawn_plan *p)
 		}
 		sup_netns_setup(p->sync_fd);
 	}
-	/* A warm start: everything above is done before the command is known. */
-	if (p->wait_argv && !(p->argv = recv_argv(p->sync_fd)))
-		child_fail(p->sync_fd, STAGE_SYNC, EPROTO);
-
 	/* Not fork(): the keeper came from a raw clone of a process with threads (the
 	 * audit writer, the notifiers), so a malloc arena another thread held at that
 	 * moment stays locked here forever, and glibc's fork() takes every arena lock

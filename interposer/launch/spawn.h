@@ -28,7 +28,7 @@ enum sync_type {
 	                         value = 1 when the covering went over its budget */
 	SYNC_DNS,             /* init -> supervisor: SCM_RIGHTS = the sandbox's DNS socket,
 	                         or none and value = errno (netns.c) */
-	SYNC_ARGV,            /* supervisor -> keeper (--start-fd): value = the length of
+	SYNC_ARGV,            /* supervisor -> command (--start-fd): value = the length of
 	                         the next message, the command's argv packed NUL-separated */
 };
 
@@ -49,8 +49,9 @@ struct spawn_plan {
 	                           command gets the --strict-hide filter instead of prog */
 	struct sock_fprog prog;
 	char **envp;            /* built before fork: no allocation in the child */
-	bool wait_argv;         /* --start-fd: the keeper waits for SYNC_ARGV before it forks
-	                           the command (the sandbox is built first: a warm start) */
+	bool wait_argv;         /* --start-fd: the command, its filter installed and its
+	                           listener handed over, waits for SYNC_ARGV before it execs
+	                           (the sandbox is built first: a warm start) */
 	char **argv;            /* the command: opts->argv, or what SYNC_ARGV brought */
 	const char *cwd;        /* where the command starts (virtual path) */
 	int devnull_fd;
@@ -66,7 +67,7 @@ pid_t spawn_start(struct spawn_plan *p, int *ret_pidfd);
 /* Write the child's uid/gid maps (namespaced mode). */
 int spawn_write_idmaps(pid_t pid, uid_t uid, gid_t gid);
 
-/* Supervisor -> keeper: the command, once known (--start-fd). */
+/* Supervisor -> the waiting command: its argv, once known (--start-fd). */
 int spawn_send_argv(int fd, char *const *argv);
 
 /* Stage names for SYNC_SETUP_FAILED. */

@@ -17,11 +17,12 @@ import time
 
 sys.path.insert(0, os.path.join(os.environ["MOAT_SRC"], "sdk", "python"))
 import moat  # noqa: E402
+from serve import wait_warm, warm_runs  # noqa: E402  (this directory: the pool's runs)
 
 MOAT = os.environ["MOAT"]
 n = 0
 failed = 0
-PLAN = 21
+PLAN = 23
 
 
 def check(cond, name, diag=""):
@@ -89,6 +90,12 @@ def overlays(pid, ws):
         return sum(1 for line in f if f" {ws} " in line and "overlay" in line)
 
 
+def started_pid(sb, argv):
+    events = list(sb.stream(argv))
+    pids = [e["pid"] for e in events if isinstance(e, dict) and e.get("event") == "started"]
+    return (pids[0] if pids else None), events[-1]
+
+
 def main():
     print(f"1..{PLAN}")
     if os.geteuid() != 0:
@@ -150,6 +157,20 @@ def main():
                     ok = err.code == "busy"
                 check(ok, f"a second cow sandbox on the same workspace is refused [{mode}]")
                 check(overlays(srv.pid, ws) == 1, f"the overlay is in the server's namespace [{mode}]")
+                # Warm starts: a run built ahead is taken, and one built on the overlay
+                # a discard replaced is never used (it would show the dropped file).
+                sb.run(["sh", "-c", "echo dropped > warm.txt"])
+                old = wait_warm(srv.pid, sb.id)
+                sb.discard()
+                end = time.time() + 20
+                new = []
+                while time.time() < end and not new:
+                    new = [x for x in warm_runs(srv.pid, sb.id) if x not in old]
+                    time.sleep(0.05)
+                pid, r = started_pid(sb, ["sh", "-c", "cat warm.txt 2>/dev/null; echo end"])
+                check(old and pid in new and pid not in old and r.stdout == "end\n",
+                      f"cow: an exec after a discard starts warm, in a run built after it [{mode}]",
+                      (old, new, pid, r.stdout, r.stderr[-300:]))
             time.sleep(0.3)
             check(overlays(srv.pid, ws) == 0, f"destroy: no overlay is left [{mode}]")
         # limits.disk: the layer is on a tmpfs of that size

@@ -75,12 +75,37 @@ def start_server(tmp, sock):
     return p
 
 
+def warm_runs(server_pid, sandbox):
+    """Host pids of the server's `moat run --start-fd` children built for sandbox."""
+    out = []
+    for pid in procs_with(f"/{sandbox}/exec-"):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if ppid == server_pid and b"--start-fd" in f.read():
+                    out.append(pid)
+        except (OSError, ValueError, IndexError):
+            pass
+    return out
+
+
+def wait_warm(server_pid, sandbox, secs=20):
+    end = time.time() + secs
+    while time.time() < end:
+        pids = warm_runs(server_pid, sandbox)
+        if pids:
+            return pids
+        time.sleep(0.05)
+    return []
+
+
 def state_dirs(tmp):
     return [d for d in os.listdir(tmp) if d.startswith("moat-serve.")]
 
 
 def main():
-    print("1..14")
+    print("1..16")
     tmp = tempfile.mkdtemp(prefix="moat-serve-test.")
     sock = os.path.join(tmp, "s.sock")
     server = start_server(tmp, sock)
@@ -161,6 +186,23 @@ def run_checks(tmp, sock, server):
               kinds)
         ws = sb.workspace
     check(not os.path.exists(ws), "destroy removes the private workspace", ws)
+
+    # 3b. A warm run is fresh: it was built before the previous command ran, and
+    # nothing that command left (a file in /tmp, a process) reaches the next one.
+    for mode in ("namespaced", "unnamespaced"):
+        marker = f"3141.{5926 if mode == 'namespaced' else 5927}"
+        with moat.Sandbox(socket=sock, mode=mode) as sb:
+            sb.run(["true"])
+            sb.run(["sh", "-c", f"echo secret > /tmp/leak; (setsid sleep {marker} </dev/null >/dev/null 2>&1 &)"])
+            left = not wait_gone(marker)
+            before = wait_warm(server.pid, sb.id)
+            events = list(sb.stream(["sh", "-c", "cat /tmp/leak 2>/dev/null; echo end"]))
+            started = [e["pid"] for e in events if isinstance(e, dict) and e.get("event") == "started"]
+            r = events[-1]
+            check(not left and started and started[0] in before and r.stdout == "end\n",
+                  f"a pooled exec runs in a run built before the previous command, which left it "
+                  f"neither its /tmp file nor its process [{mode}]",
+                  (left, started, before, r.stdout, r.stderr[-300:]))
 
     # 4. Malformed requests get an error object; the server stays up.
     s = socket.socket(socket.AF_UNIX)
