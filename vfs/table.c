@@ -42,6 +42,7 @@ _printf_(3, 4) int vfs__fail(char *errbuf, size_t errlen, const char *fmt, ...)
 
 _public_ int vfs_new(const struct vfs_proc_ops *proc, struct vfs **ret)
 {
+	pthread_mutexattr_t attr;
 	struct vfs *v;
 	char cwd[PATH_MAX];
 	const char *home = getenv("HOME");
@@ -54,7 +55,12 @@ _public_ int vfs_new(const struct vfs_proc_ops *proc, struct vfs **ret)
 	v->private_lock = v->skeleton_lock = -1;
 	v->cow_lower_fd = v->cow_upper_fd = v->cow_lock = -1;
 	v->proc_self_fd = -1;
-	pthread_mutex_init(&v->lock, NULL);
+	/* Recursive: listing the change set holds it while it walks each path through
+	 * the view, and the walk asks owned.c, which takes it too. */
+	pthread_mutexattr_init(&attr);
+	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(&v->lock, &attr);
+	pthread_mutexattr_destroy(&attr);
 	if (proc) {
 		v->proc = *proc;
 		v->has_proc_ops = true;

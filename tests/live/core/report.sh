@@ -6,7 +6,7 @@
 . "${MOAT_SRC:?}/tests/lib/tap.sh"
 command -v jq >/dev/null || skip_all "needs jq"
 MODES=(namespaced unnamespaced)
-plan $((7 * ${#MODES[@]} + 4))
+plan $((8 * ${#MODES[@]} + 4))
 
 WS="$TMP/ws"
 OUT="$TMP/out"
@@ -83,6 +83,18 @@ for m in "${MODES[@]}"; do
 	n=$(grep -cE '"(cpu_ms|wall_ms)"' "$OUT/r.json")
 	[ -z "$bad" ] && [ "$n" -eq 2 ] && [ "$(jq '.cpu_ms > 0' "$OUT/r.json")" = true ]
 	ok $? "$m: cpu_ms and wall_ms print as at most 3 decimals" "$bad"
+
+	# A file the run made directly in /tmp (unnamespaced, the host's /tmp, where the
+	# run sees only what it made): listing it at the end walks it through the view
+	# while the change set is held, which once deadlocked moat for good.
+	f=/tmp/moat-report-own.$$
+	rm -f "$f" "$OUT/r.json"
+	timeout -k 5 30 "$MOAT" run -q --mode "$m" --report "$OUT/r.json" -- \
+		/bin/sh -c "echo own >$f" 2>"$TMP/e"
+	rc=$?
+	[ "$rc" -eq 0 ] && [ "$(jq -r .exit_status "$OUT/r.json" 2>&1)" = 0 ]
+	ok $? "$m: a run that wrote a file in /tmp ends and writes its report" "exit $rc; $(cat "$TMP/e")"
+	rm -f "$f"
 
 	# A 1 TiB sparse file: not hashed, and said so; the run ends at once.
 	rm -f "$OUT"/*
