@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The filter programs moat links, compiled at build time by gen-filter.c from the
+ * syscall table (filter.c), and which one a run installs. Apart from filter.c because
+ * the build-time generator links filter.c without the programs it has not made yet.
+ */
+#include <errno.h>
+#include <linux/filter.h>
+#include <stdbool.h>
+
+#include "launch.h"
+#include "vfs.h"
+
+extern const struct sock_filter moat_filter_insns[], moat_filter_strict_insns[],
+	moat_filter_unns_insns[];
+extern const unsigned short moat_filter_len, moat_filter_strict_len, moat_filter_unns_len;
+
+int sup_filter_precompiled(enum sup_filter_kind kind, struct sock_fprog *ret_prog)
+{
+	switch (kind) {
+	case SUP_FILTER_NAMESPACED:
+		*ret_prog = (struct sock_fprog){ moat_filter_len, (struct sock_filter *)moat_filter_insns };
+		return 0;
+	case SUP_FILTER_STRICT_HIDE:
+		*ret_prog = (struct sock_fprog){ moat_filter_strict_len,
+						 (struct sock_filter *)moat_filter_strict_insns };
+		return 0;
+	case SUP_FILTER_UNNAMESPACED:
+		*ret_prog = (struct sock_fprog){ moat_filter_unns_len,
+						 (struct sock_filter *)moat_filter_unns_insns };
+		return 0;
+	case _SUP_FILTER_MAX:
+	default:
+		return -EINVAL;
+	}
+}
+
+/* The fast path needs a mount namespace that shows what the vfs shows, hidden content
+ * covered; --strict-hide and the audit stream (which records every metadata call by
+ * name) keep emulating. */
+enum sup_filter_kind sup_filter_kind_of(bool namespaced, bool strict_hide, bool audit,
+					const struct vfs *v)
+{
+	if (!namespaced)
+		return SUP_FILTER_UNNAMESPACED;
+	return strict_hide || audit || !vfs_kernel_view_exact(v) ? SUP_FILTER_STRICT_HIDE
+								 : SUP_FILTER_NAMESPACED;
+}
+
