@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -58,6 +59,7 @@ struct thread_ent {
 
 struct proctrack {
 	int fd;                  /* the connector socket, or -1 */
+	int wake;                /* eventfd: stop's nudge, so the thread need not time out */
 	pthread_t thread;
 	bool running;
 	atomic_bool stop;
@@ -345,7 +347,7 @@ struct proctrack *proctrack_open(const char **why)
 		return NULL;
 	pthread_mutex_init(&pt->lock, NULL);
 	pt->self = getpid();
-	pt->fd = -1;
+	pt->fd = pt->wake = -1;
 	if (!have_net_admin()) {
 		*why = "fork and exit records unavailable: the proc connector needs CAP_NET_ADMIN "
 		       "(run moat as root)";
@@ -502,7 +504,8 @@ static void handle_event(struct proctrack *pt, const struct proc_event *ev)
  * came, 1 when something did, -errno on a socket error. */
 static int pump(struct proctrack *pt, int timeout_ms)
 {
-	struct pollfd pfd = { .fd = pt->fd, .events = POLLIN };
+	struct pollfd pfd[2] = { { .fd = pt->fd, .events = POLLIN },
+				 { .fd = pt->wake, .events = POLLIN } };
 	union {
 		char buf[8192];
 		struct nlmsghdr align;
@@ -510,7 +513,7 @@ static int pump(struct proctrack *pt, int timeout_ms)
 	struct proc_event ev;
 	ssize_t len;
 
-	if (poll(&pfd, 1, timeout_ms) <= 0)
+	if (poll(pfd, 2, timeout_ms) <= 0 || !(pfd[0].revents & POLLIN))
 		return 0;
 	len = recv(pt->fd, u.buf, sizeof(u.buf), MSG_DONTWAIT);
 	if (len < 0) {
@@ -541,7 +544,7 @@ static void *thread_main(void *arg)
 	struct proctrack *pt = arg;
 
 	while (!atomic_load(&pt->stop))
-		if (pump(pt, 100) < 0)
+		if (pump(pt, -1) < 0)
 			break;
 	/* what the kernel queued before the last process was gone */
 	while (pump(pt, 0) > 0)
@@ -564,6 +567,9 @@ int proctrack_start(struct proctrack *pt, struct audit_writer *w, pid_t root)
 		e = (struct thread_ent){ .tid = root, .tgid = root };
 	insert(pt, &e);
 	pthread_mutex_unlock(&pt->lock);
+	pt->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (pt->wake < 0)
+		return negative_errno();
 	r = pthread_create(&pt->thread, NULL, thread_main, pt);
 	if (r)
 		return -r;
@@ -577,6 +583,8 @@ unsigned long proctrack_stop(struct proctrack *pt)
 		return 0;
 	if (pt->running) {
 		atomic_store(&pt->stop, true);
+		if (eventfd_write(pt->wake, 1) < 0)
+			log_debug("proctrack: cannot wake the reader: %m");
 		pthread_join(pt->thread, NULL);
 		pt->running = false;
 	}
@@ -589,6 +597,7 @@ void proctrack_free(struct proctrack *pt)
 		return;
 	proctrack_stop(pt);
 	safe_close(pt->fd);
+	safe_close(pt->wake);
 	pthread_mutex_destroy(&pt->lock);
 	free(pt->v);
 	free(pt);
