@@ -201,13 +201,17 @@ static int open_fifo_nowait(const struct vfs *v, const struct vfs__walk *w, int 
 }
 
 /* decide_only: stop once the policy allowed it, answering VFS_OPEN_KERNEL for a regular
- * file or a directory (vfs_open_decide()); other objects go on to be opened. */
+ * file or a directory (vfs_open_decide()); other objects go on to be opened. A decision
+ * needs the last object's type, not an fd of it (the kernel opens it after the
+ * CONTINUE, by the caller's path): so its walk is VFS__STATONLY, one fstatat() of the
+ * name in the parent instead of an O_PATH open, an fstat() and a close(). */
 static int open_once(const struct vfs *v, const struct vfs_caller *c, const char *path,
                      int flags, mode_t mode, uint64_t resolve, struct vfs_verdict *verdict,
                      bool *ret_retry, bool *ret_wait, bool decide_only)
 {
 	_cleanup_walk_ struct vfs__walk w = { .dirfd = -1, .fd = -1 };
 	int acc, r, fd;
+	unsigned wflags;
 	bool tmpfile, writes, nofollow;
 
 	if (flags & O_PATH) /* the kernel ignores the rest (open, openat) */
@@ -218,8 +222,9 @@ static int open_once(const struct vfs *v, const struct vfs_caller *c, const char
 	nofollow = (flags & O_NOFOLLOW) || ((flags & O_CREAT) && (flags & O_EXCL));
 
 	*ret_retry = false;
-	r = vfs__walk(v, c, path, (nofollow ? VFS__NOFOLLOW : 0) | ((flags & O_CREAT) ? VFS__CREATE : 0),
-	              resolve, &w, verdict);
+	wflags = (nofollow ? VFS__NOFOLLOW : 0) | ((flags & O_CREAT) ? VFS__CREATE : 0) |
+	         (decide_only ? VFS__STATONLY : 0);
+	r = vfs__walk(v, c, path, wflags, resolve, &w, verdict);
 	if (r < 0)
 		return ret_err(verdict, r);
 

@@ -20,7 +20,9 @@
  *
  * The caller's credentials are read afresh on every call from /proc/<tid>/status (see
  * creds.c for why they are not cached), then applied only where they differ from what
- * the thread holds: a run of calls from the same caller costs one read and two capsets.
+ * the thread holds: a run of calls from the same caller costs one read and two capsets a
+ * call, or the read alone for a run of continued opens, where the thread stays the
+ * caller's from one call to the next (dispatch.c lazy_creds()).
  */
 #pragma once
 
