@@ -1,14 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * One error type for the calls whose failure an operator reads: the command-line parser
- * and the entry points it calls to load and build a policy. It carries the errno for the
- * program and one line of text for the person, so a caller never juggles a buffer and
- * its length, and every message is formatted by the same two functions.
+ * One error type for the calls whose failure an operator reads: the command-line parser,
+ * the entry points it calls to load and build a policy (the vfs's and the network
+ * layer's directives, vfs_finalize()), moat's output files and the OCI runtime's seccomp
+ * merge. It carries the errno for the program and one line of text for the person, so a
+ * caller never juggles a buffer and its length, and every message is formatted by the
+ * same two functions.
  *
  * Contract (crun's libcrun_error_t, in one struct on the caller's stack):
  *   - a function that takes `struct moat_error *e` returns 0 (or a non-negative value) on
  *     success and leaves *e untouched, or returns -errno and has set *e with
- *     moat_error_set(), whose return value it can pass on;
+ *     moat_error_set() (moat_error_errno() when the errno says it all), whose return
+ *     value it can pass on; a header that says otherwise for one call (an errno that
+ *     means "not mine, try the next module") names the exception;
  *   - e may be NULL when the caller only wants the errno;
  *   - the message is complete ("FILE:3: unknown directive 'x'"): the caller prints it
  *     with moat_error_str() and adds nothing but its own prefix.

@@ -134,22 +134,12 @@ static void kill_pidfd(int pidfd)
 		(void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
 }
 
-/* The agent's calls still report into a caller's buffer: r, with e's text copied there
- * when r is an error. */
-static int errbuf_of(int r, const struct moat_error *e, char *err, size_t errlen)
-{
-	if (r < 0)
-		str_copy(err, errlen, moat_error_str(e));
-	return r;
-}
-
 /* A policy's text or a host path, into p (the container profile first, unless it says
- * `profile none`). */
-static int container_policy(const char *spec, struct policy *p, char *err, size_t errlen)
+ * `profile none`). e is left unset when the failure was an allocation's. */
+static int container_policy(const char *spec, struct policy *p, struct moat_error *e)
 {
 	struct policy user = { 0 };
 	_cleanup_close_ int mfd = -1;
-	struct moat_error pe;
 	char path[64];
 	const char *file = spec;
 	int r = 0;
@@ -169,7 +159,7 @@ static int container_policy(const char *spec, struct policy *p, char *err, size_
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", mfd);
 		file = path;
 	}
-	if (file && (r = errbuf_of(policy_load_file(&user, file, &pe), &pe, err, errlen)) < 0)
+	if (file && (r = policy_load_file(&user, file, e)) < 0)
 		goto out;
 	if (!user.profile_none) {
 		r = policy_add(p, "bind", "/", "container profile");
@@ -181,8 +171,8 @@ static int container_policy(const char *spec, struct policy *p, char *err, size_
 	for (size_t i = 0; r >= 0 && i < user.n; i++)
 		r = policy_add(p, user.items[i].word, user.items[i].arg, user.items[i].origin);
 	p->profile_none = true;
-	if (r < 0 && !err[0])
-		snprintf(err, errlen, "%s", strerror(-r));
+	if (r < 0)
+		moat_error_errno(e, r);
 out:
 	policy_done(&user);
 	return r;
@@ -198,7 +188,7 @@ out:
  * are resolved on the host too (sup_net_prepare(), before we enter).
  */
 static int build_in_root(const struct policy *pol, pid_t pid, struct proc_map *pm,
-			 struct sup_opts *o, char *err, size_t errlen)
+			 struct sup_opts *o, struct moat_error *e)
 {
 	static const char *const path_words[] = { "ro-bind", "bind", "tmpfs", "file", "chdir",
 						  NULL };
@@ -207,7 +197,6 @@ static int build_in_root(const struct policy *pol, pid_t pid, struct proc_map *p
 	struct policy host_pol = { .profile_none = true };
 	struct vfs *host_vfs = NULL;
 	struct net *unused = NULL;
-	struct moat_error pe;
 	int r = 0;
 
 	/* On the host: the network rules, their names resolved here (the container's
@@ -223,10 +212,9 @@ static int build_in_root(const struct policy *pol, pid_t pid, struct proc_map *p
 				       pol->items[i].origin);
 	}
 	if (r >= 0)
-		r = errbuf_of(policy_apply(&host_pol, proc_map_init(pm), &host_vfs, &o->net, &pe),
-			      &pe, err, errlen);
+		r = policy_apply(&host_pol, proc_map_init(pm), &host_vfs, &o->net, e);
 	if (r >= 0)
-		r = sup_net_prepare(host_vfs, o->net, false, ne, sizeof(ne), err, errlen);
+		r = sup_net_prepare(host_vfs, o->net, false, ne, sizeof(ne), e);
 	vfs_free(host_vfs);
 	policy_done(&host_pol);
 	if (r < 0)
@@ -239,26 +227,22 @@ static int build_in_root(const struct policy *pol, pid_t pid, struct proc_map *p
 	ns = open(src, O_RDONLY | O_CLOEXEC);
 	host_cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (host_ns < 0 || ns < 0 || host_cwd < 0 || setns(ns, CLONE_NEWNS) < 0) {
-		snprintf(err, errlen, "cannot enter the container's mount namespace: %m");
-		return -EIO;
+		return moat_error_set(e, EIO, "cannot enter the container's mount namespace: %m");
 	}
 	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
 	    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0700") < 0) {
-		snprintf(err, errlen, "cannot make a copy of the container's mounts with a /tmp of "
-				      "ours (has it a /tmp?): %m");
-		r = -EIO;
+		r = moat_error_set(e, EIO, "cannot make a copy of the container's mounts with a "
+				   "/tmp of ours (has it a /tmp?): %m");
 	} else {
 		/* Nothing here may load a library or ask NSS: the files are the image's. */
-		r = errbuf_of(policy_apply(pol, proc_map_init(pm), &o->vfs, &unused, &pe), &pe, err,
-			      errlen);
+		r = policy_apply(pol, proc_map_init(pm), &o->vfs, &unused, e);
 		if (r >= 0)
-			r = vfs_finalize(o->vfs, VFS_MODE_NAMESPACED, err, errlen);
+			r = vfs_finalize(o->vfs, VFS_MODE_NAMESPACED, e);
 		net_free(unused);
 	}
 	/* The copy lives on in the table's fds, until sup_serve() rebases it. */
 	if (setns(host_ns, CLONE_NEWNS) < 0 || fchdir(host_cwd) < 0) {
-		snprintf(err, errlen, "cannot leave the container's mount namespace: %m");
-		return -EIO;
+		return moat_error_set(e, EIO, "cannot leave the container's mount namespace: %m");
 	}
 	return r;
 }
@@ -281,7 +265,7 @@ _noreturn_ static void supervise(const struct oci_agent_opts *ao, json_t *state,
 	const char *meta = json_string_value(json_object_get(state, "metadata"));
 	const char *spec = meta && meta[0] ? meta : annotation(state, "run.moat.policy");
 	char *argv[] = { "container", (char *)id, NULL };
-	char err[1024] = "";
+	struct moat_error e = { 0 };
 	int status;
 
 	if (!spec)
@@ -289,11 +273,11 @@ _noreturn_ static void supervise(const struct oci_agent_opts *ao, json_t *state,
 	/* "~" in the policy is the container's root's home; and policy_apply() must not
 	 * look the home up (NSS) inside the container's root */
 	setenv("HOME", "/root", 1);
-	if (container_policy(spec, &pol, err, sizeof(err)) < 0 ||
-	    build_in_root(&pol, pid, &pm, &o, err, sizeof(err)) < 0 ||
+	if (container_policy(spec, &pol, &e) < 0 || build_in_root(&pol, pid, &pm, &o, &e) < 0 ||
 	    policy_canonical(o.vfs, o.net, &o.policy_json, o.policy_hash) < 0) {
 		/* the agent sees us gone before the container's process, and kills it */
-		log_error("container %s: policy: %s", id, err[0] ? err : "out of memory");
+		log_error("container %s: policy: %s", id,
+			  e.err ? moat_error_str(&e) : "out of memory");
 		_exit(MOAT_EXIT_FAILURE);
 	}
 	o.argv = argv;

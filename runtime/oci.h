@@ -18,10 +18,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+struct moat_error;
+
 /* seccomp.c: merge moat's notify, deny and kill rows into config.linux.seccomp (made if
  * absent) and point its listenerPath at listener_path. The container's own denials
- * stay: a syscall it refuses is left refused. -errno with a message in err. */
-int oci_seccomp_merge(json_t *config, const char *listener_path, char *err, size_t errlen);
+ * stay: a syscall it refuses is left refused. -errno with the message in err. */
+int oci_seccomp_merge(json_t *config, const char *listener_path, struct moat_error *err);
 
 /* agent.c */
 struct oci_agent_opts {

@@ -32,6 +32,7 @@
 #include <sodium.h>
 
 #include "cleanup.h"
+#include "error.h"
 #include "log.h"
 #include "macros.h"
 #include "moat-config.h"
@@ -202,7 +203,8 @@ static pid_t start_agent(const char *dir, int lfd)
 static int do_create(char **argv, int ncmd, int argc)
 {
 	const char *bundle = ".", *id = NULL;
-	char dir[PATH_MAX], cfg[PATH_MAX], sock[PATH_MAX], root[PATH_MAX], err[512];
+	char dir[PATH_MAX], cfg[PATH_MAX], sock[PATH_MAX], root[PATH_MAX];
+	struct moat_error err = { 0 };
 	_cleanup_(json_decrefp) json_t *config = NULL;
 	json_error_t jerr;
 	json_t *jroot;
@@ -241,8 +243,8 @@ static int do_create(char **argv, int ncmd, int argc)
 		fprintf(stderr, "moat-runtime create: %s: %s\n", dir, strerror(errno));
 		return 1;
 	}
-	if (oci_seccomp_merge(config, sock, err, sizeof(err)) < 0) {
-		fprintf(stderr, "moat-runtime create: %s\n", err);
+	if (oci_seccomp_merge(config, sock, &err) < 0) {
+		fprintf(stderr, "moat-runtime create: %s\n", moat_error_str(&err));
 		rm_state(dir);
 		return 1;
 	}
@@ -349,7 +351,7 @@ static int do_profile(int argc, char **argv)
 	_cleanup_(json_decrefp) json_t *config = json_object(), *linux_ = json_object();
 	const char *listener = NULL, *base = NULL;
 	json_error_t jerr;
-	char err[512];
+	struct moat_error err = { 0 };
 
 	for (int i = 1; i < argc; i++)
 		if (streq(argv[i], "--listener") && i + 1 < argc)
@@ -372,8 +374,8 @@ static int do_profile(int argc, char **argv)
 		}
 		json_object_set_new(linux_, "seccomp", b);
 	}
-	if (oci_seccomp_merge(config, listener, err, sizeof(err)) < 0) {
-		fprintf(stderr, "moat-runtime: %s\n", err);
+	if (oci_seccomp_merge(config, listener, &err) < 0) {
+		fprintf(stderr, "moat-runtime: %s\n", moat_error_str(&err));
 		return 1;
 	}
 	return json_dumpf(json_object_get(linux_, "seccomp"), stdout, JSON_INDENT(1)) < 0 ||

@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "error.h"
 #include "macros.h"
 #include "oci.h"
 #include "sc.h"
@@ -91,7 +92,7 @@ static json_t *bucket(json_t *out, const char *action, int err)
 	return n;
 }
 
-int oci_seccomp_merge(json_t *config, const char *listener_path, char *err, size_t errlen)
+int oci_seccomp_merge(json_t *config, const char *listener_path, struct moat_error *err)
 {
 	uint32_t arch = sc_native_arch();
 	json_t *linux_, *sc, *rules, *added;
@@ -99,10 +100,8 @@ int oci_seccomp_merge(json_t *config, const char *listener_path, char *err, size
 	size_t i;
 	json_t *r;
 
-	if (!json_is_object(config)) {
-		snprintf(err, errlen, "config.json is not a JSON object");
-		return -EINVAL;
-	}
+	if (!json_is_object(config))
+		return moat_error_set(err, EINVAL, "config.json is not a JSON object");
 	linux_ = json_object_get(config, "linux");
 	if (!linux_) {
 		linux_ = json_object();
@@ -116,11 +115,9 @@ int oci_seccomp_merge(json_t *config, const char *listener_path, char *err, size
 		json_object_set_new(linux_, "seccomp", sc);
 	}
 	if (json_object_get(sc, "listenerPath") &&
-	    !json_is_null(json_object_get(sc, "listenerPath"))) {
-		snprintf(err, errlen, "the container's seccomp profile already has a listenerPath "
-				      "(another agent): moat will not take its place");
-		return -EEXIST;
-	}
+	    !json_is_null(json_object_get(sc, "listenerPath")))
+		return moat_error_set(err, EEXIST, "the container's seccomp profile already has "
+				      "a listenerPath (another agent): moat will not take its place");
 	dflt = json_string_value(json_object_get(sc, "defaultAction"));
 	rules = json_object_get(sc, "syscalls");
 	if (!json_is_array(rules)) {
@@ -167,12 +164,12 @@ int oci_seccomp_merge(json_t *config, const char *listener_path, char *err, size
 			continue;
 		if (!uncond_allow && is_allow(dflt)) {
 			if (cond_refuse && e->handling == SC_NOTIFY) {
-				snprintf(err, errlen, "the container's seccomp profile allows %s by "
-					 "default and refuses it on argument conditions: moat cannot "
-					 "add its notify to that without dropping the refusal (make the "
-					 "default refuse it, or allow it unconditionally)", e->name);
 				json_decref(added);
-				return -EINVAL;
+				return moat_error_set(err, EINVAL, "the container's seccomp profile "
+						      "allows %s by default and refuses it on argument "
+						      "conditions: moat cannot add its notify to that "
+						      "without dropping the refusal (make the default "
+						      "refuse it, or allow it unconditionally)", e->name);
 			}
 			/* a conditional allow adds nothing to the default */
 			uncond_allow = true;

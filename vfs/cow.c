@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "error.h"
 #include "macros.h"
 #include "vfs-internal.h"
 #include "vfs.h"
@@ -106,7 +107,7 @@ _public_ int vfs_cow_mount_overlay(const char *target, int lower_fd, const char 
 	return RET_NERRNO(mount("overlay", target, "overlay", MS_NOSUID | MS_NODEV, opts));
 }
 
-int vfs__cow_mount(struct vfs *v, char *errbuf, size_t errlen)
+int vfs__cow_mount(struct vfs *v, struct moat_error *e)
 {
 	struct vfs__rule *ws = workspace_rule(v);
 	char base[PATH_MAX], upper[PATH_MAX + 8], work[PATH_MAX + 8];
@@ -114,20 +115,17 @@ int vfs__cow_mount(struct vfs *v, char *errbuf, size_t errlen)
 	int r;
 
 	if (!ws) {
-		snprintf(errbuf, errlen, "--cow: no writable workspace (the current directory or "
-		         "the one bound where the sandbox starts)");
-		return -EINVAL;
+		return moat_error_set(e, EINVAL, "--cow: no writable workspace (the current "
+		                      "directory or the one bound where the sandbox starts)");
 	}
 	if (!v->may_mount) {
-		snprintf(errbuf, errlen, "--cow needs moat to run as root: it mounts an overlay "
-		         "on the workspace in a mount namespace of its own");
-		return -EPERM;
+		return moat_error_set(e, EPERM, "--cow needs moat to run as root: it mounts an "
+		                      "overlay on the workspace in a mount namespace of its own");
 	}
 	/* Before the overlay exists: this fd is, and stays, the host directory itself. */
 	v->cow_lower_fd = open(ws->host, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (v->cow_lower_fd < 0 || fstat(v->cow_lower_fd, &st) < 0) {
-		snprintf(errbuf, errlen, "--cow: %s: %s", ws->host, strerror(errno));
-		return -errno;
+		return moat_error_set(e, errno, "--cow: %s: %s", ws->host, strerror(errno));
 	}
 	if (v->cow_dir)
 		snprintf(base, sizeof(base), "%s", v->cow_dir);
@@ -138,32 +136,27 @@ int vfs__cow_mount(struct vfs *v, char *errbuf, size_t errlen)
 	                   (v->cow_lock = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
 	                   flock(v->cow_lock, LOCK_EX | LOCK_NB) < 0)) {
 		r = r < 0 ? r : -errno;
-		snprintf(errbuf, errlen, "--cow-dir %s: %s", base,
-		         r == -EWOULDBLOCK ? "another run is using it" : strerror(-r));
-		return r;
+		return moat_error_set(e, r, "--cow-dir %s: %s", base,
+		                      r == -EWOULDBLOCK ? "another run is using it" : strerror(-r));
 	}
 	snprintf(upper, sizeof(upper), "%s/upper", base);
 	snprintf(work, sizeof(work), "%s/work", base);
 	if ((r = mkdir_p0700(base)) < 0 || (r = mkdir_p0700(upper)) < 0 ||
 	    (r = mkdir_p0700(work)) < 0) {
-		snprintf(errbuf, errlen, "--cow: cannot make %s: %s", base, strerror(-r));
-		return r;
+		return moat_error_set(e, r, "--cow: cannot make %s: %s", base, strerror(-r));
 	}
 	/* The upper layer starts as the workspace's root: same mode and owner. */
 	if (chmod(upper, st.st_mode & 07777) < 0 || chown(upper, st.st_uid, st.st_gid) < 0) {
-		snprintf(errbuf, errlen, "--cow: %s: %s", upper, strerror(errno));
-		return -errno;
+		return moat_error_set(e, errno, "--cow: %s: %s", upper, strerror(errno));
 	}
 	v->cow_upper_fd = open(upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (v->cow_upper_fd < 0) {
-		snprintf(errbuf, errlen, "--cow: %s: %s", upper, strerror(errno));
-		return -errno;
+		return moat_error_set(e, errno, "--cow: %s: %s", upper, strerror(errno));
 	}
 	r = vfs_cow_mount_overlay(ws->host, v->cow_lower_fd, upper, work);
 	if (r < 0) {
-		snprintf(errbuf, errlen, "--cow: cannot mount an overlay on %s: %s", ws->host,
-		         strerror(-r));
-		return r;
+		return moat_error_set(e, r, "--cow: cannot mount an overlay on %s: %s", ws->host,
+		                      strerror(-r));
 	}
 	v->cow_mounted = strdup(ws->host);
 	if (!v->cow_mounted)

@@ -7,7 +7,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +17,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "error.h"
 #include "macros.h"
 #include "vfs-internal.h"
 
@@ -97,7 +97,7 @@ static struct vfs__rule *rule_new(struct vfs *v, enum vfs__rule_kind kind, const
 }
 
 static int add_bind(struct vfs *v, const char *word, const char *arg, const char *origin,
-                    bool writable, char *errbuf, size_t errlen)
+                    bool writable, struct moat_error *e)
 {
 	char src[PATH_MAX], dst[PATH_MAX], hsrc[PATH_MAX], vdst[PATH_MAX], parent[PATH_MAX];
 	char *slash;
@@ -107,11 +107,11 @@ static int add_bind(struct vfs *v, const char *word, const char *arg, const char
 	while (*arg == ' ' || *arg == '\t')
 		arg++;
 	if (!*arg)
-		return vfs__fail(errbuf, errlen, "%s: missing SRC", word);
+		return moat_error_set(e, EINVAL, "%s: missing SRC", word);
 	if (split_colon(arg, src, dst, sizeof(src)) < 0 || expand_path(v, src, hsrc, sizeof(hsrc)) < 0)
-		return vfs__fail(errbuf, errlen, "%s %s: path too long", word, arg);
+		return moat_error_set(e, EINVAL, "%s %s: path too long", word, arg);
 	if (!src[0])
-		return vfs__fail(errbuf, errlen, "%s %s: empty SRC", word, arg);
+		return moat_error_set(e, EINVAL, "%s %s: empty SRC", word, arg);
 	/* Canonicalize the parent only: a source that is itself a symlink (/bin -> usr/bin
 	 * on merged-/usr systems) stays a symlink in the view, as on the host. */
 	if (!streq(hsrc, "/")) {
@@ -124,33 +124,33 @@ static int add_bind(struct vfs *v, const char *word, const char *arg, const char
 		else
 			*slash = '\0';
 		if (!realpath(parent, real))
-			return vfs__fail(errbuf, errlen, "%s %s: %s: %s", word, arg, parent,
-			            strerror(errno));
+			return moat_error_set(e, EINVAL, "%s %s: %s: %s", word, arg, parent,
+			                 strerror(errno));
 		if ((size_t)snprintf(parent, sizeof(parent), "%s%s%s", real,
 		                     streq(real, "/") ? "" : "/", strrchr(hsrc, '/') + 1) >=
 		    sizeof(parent))
-			return vfs__fail(errbuf, errlen, "%s %s: path too long", word, arg);
+			return moat_error_set(e, EINVAL, "%s %s: path too long", word, arg);
 		snprintf(hsrc, sizeof(hsrc), "%s", parent);
 	}
 	if (lstat(hsrc, &st) < 0)
-		return vfs__fail(errbuf, errlen, "%s %s: %s: %s", word, arg, hsrc, strerror(errno));
+		return moat_error_set(e, EINVAL, "%s %s: %s: %s", word, arg, hsrc, strerror(errno));
 	if (vfs__path_under(hsrc, "/proc") && !streq(hsrc, "/proc"))
-		return vfs__fail(errbuf, errlen, "%s %s: only /proc as a whole can be mapped", word, arg);
+		return moat_error_set(e, EINVAL, "%s %s: only /proc as a whole can be mapped", word, arg);
 	if (dst[0]) {
 		if (expand_path(v, dst, vdst, sizeof(vdst)) < 0)
-			return vfs__fail(errbuf, errlen, "%s %s: path too long", word, arg);
+			return moat_error_set(e, EINVAL, "%s %s: path too long", word, arg);
 	} else {
 		snprintf(vdst, sizeof(vdst), "%s", hsrc);
 	}
 	r = rule_new(v, VFS__BIND, word, arg, origin);
 	if (!r)
-		return -ENOMEM;
+		return moat_error_errno(e, ENOMEM);
 	r->writable = writable;
 	r->is_proc = streq(hsrc, "/proc");
 	r->host = strdup(hsrc);
 	r->virt = strdup(vdst);
 	if (!r->host || !r->virt)
-		return -ENOMEM;
+		return moat_error_errno(e, ENOMEM);
 	/*
 	 * A mapping above /proc (ro-bind /) holds the host's procfs, whose magic links the
 	 * supervisor would read as itself: /proc/self would be the supervisor, its environ
@@ -164,23 +164,23 @@ static int add_bind(struct vfs *v, const char *word, const char *arg, const char
 
 		if ((size_t)snprintf(pv, sizeof(pv), "%s%s", streq(vdst, "/") ? "" : vdst, rel) >=
 		    sizeof(pv))
-			return vfs__fail(errbuf, errlen, "%s %s: path too long", word, arg);
+			return moat_error_set(e, EINVAL, "%s %s: path too long", word, arg);
 		snprintf(pdesc, sizeof(pdesc), "/proc:%s", pv);
 		r = rule_new(v, VFS__BIND, word, pdesc, origin);
 		if (!r)
-			return -ENOMEM;
+			return moat_error_errno(e, ENOMEM);
 		r->writable = writable;
 		r->is_proc = true;
 		r->host = strdup("/proc");
 		r->virt = strdup(pv);
 		if (!r->host || !r->virt)
-			return -ENOMEM;
+			return moat_error_errno(e, ENOMEM);
 	}
 	return 0;
 }
 
 static int add_glob(struct vfs *v, enum vfs__rule_kind kind, const char *word, const char *arg,
-                    const char *origin, char *errbuf, size_t errlen)
+                    const char *origin, struct moat_error *e)
 {
 	char pat[PATH_MAX], tmp[PATH_MAX];
 	struct vfs__rule *r;
@@ -190,9 +190,9 @@ static int add_glob(struct vfs *v, enum vfs__rule_kind kind, const char *word, c
 	while (*a == ' ' || *a == '\t')
 		a++;
 	if (!*a)
-		return vfs__fail(errbuf, errlen, "%s: missing GLOB", word);
+		return moat_error_set(e, EINVAL, "%s: missing GLOB", word);
 	if (strlen(a) >= sizeof(tmp) - 4)
-		return vfs__fail(errbuf, errlen, "%s %s: pattern too long", word, a);
+		return moat_error_set(e, EINVAL, "%s %s: pattern too long", word, a);
 	/* Without a leading "/", "~" or "./", a pattern matches at any depth, as in
 	 * .gitignore: "hide .env" hides a .env in every directory. */
 	if (a[0] == '/' || (a[0] == '~' && (a[1] == '/' || !a[1])) || strncmp(a, "./", 2) == 0 ||
@@ -203,13 +203,13 @@ static int add_glob(struct vfs *v, enum vfs__rule_kind kind, const char *word, c
 	else
 		snprintf(tmp, sizeof(tmp), "/**/%s", a);
 	if (expand_path(v, tmp, pat, sizeof(pat)) < 0)
-		return vfs__fail(errbuf, errlen, "%s %s: pattern too long", word, a);
+		return moat_error_set(e, EINVAL, "%s %s: pattern too long", word, a);
 	n = strlen(pat);
 	r = rule_new(v, kind, word, a, origin);
 	if (!r)
-		return -ENOMEM;
+		return moat_error_errno(e, ENOMEM);
 	r->virt = strndup(pat, n);
-	return r->virt ? 0 : -ENOMEM;
+	return r->virt ? 0 : moat_error_errno(e, ENOMEM);
 }
 
 /* Inline content of a file directive: "\n", "\t", "\\" escapes. */
@@ -234,34 +234,32 @@ static char *unescape(const char *s, size_t *ret_len)
 }
 
 _public_ int vfs_add_directive(struct vfs *v, const char *word, const char *arg,
-                               const char *origin, char *errbuf, size_t errlen)
+                               const char *origin, struct moat_error *e)
 {
 	char path[PATH_MAX];
 	struct vfs__rule *r;
 
-	if (errbuf && errlen)
-		errbuf[0] = '\0';
 	if (!arg)
 		arg = "";
 	if (v->finalized)
-		return vfs__fail(errbuf, errlen, "%s: the table is already frozen", word);
+		return moat_error_set(e, EINVAL, "%s: the table is already frozen", word);
 	if (streq(word, "ro-bind"))
-		return add_bind(v, word, arg, origin, false, errbuf, errlen);
+		return add_bind(v, word, arg, origin, false, e);
 	if (streq(word, "bind"))
-		return add_bind(v, word, arg, origin, true, errbuf, errlen);
+		return add_bind(v, word, arg, origin, true, e);
 	if (streq(word, "system")) {
 		size_t first = v->n_rules;
-		int e = add_bind(v, word, arg, origin, false, errbuf, errlen);
+		int k = add_bind(v, word, arg, origin, false, e);
 
 		/* its /proc companion (a system mapping of "/") is no system tree */
-		for (size_t i = first; e >= 0 && i < v->n_rules; i++)
+		for (size_t i = first; k >= 0 && i < v->n_rules; i++)
 			v->rules[i].system = !v->rules[i].is_proc;
-		return e;
+		return k;
 	}
 	if (streq(word, "hide"))
-		return add_glob(v, VFS__HIDE, word, arg, origin, errbuf, errlen);
+		return add_glob(v, VFS__HIDE, word, arg, origin, e);
 	if (streq(word, "deny"))
-		return add_glob(v, VFS__DENY, word, arg, origin, errbuf, errlen);
+		return add_glob(v, VFS__DENY, word, arg, origin, e);
 	while (*arg == ' ' || *arg == '\t')
 		arg++;
 	if (streq(word, "tmpfs")) {
@@ -271,23 +269,23 @@ _public_ int vfs_add_directive(struct vfs *v, const char *word, const char *arg,
 		const char *size = sp ? sp + strspn(sp, " \t") : "";
 
 		if (!dl)
-			return vfs__fail(errbuf, errlen, "tmpfs: missing DST");
+			return moat_error_set(e, EINVAL, "tmpfs: missing DST");
 		if (dl >= sizeof(dst))
-			return vfs__fail(errbuf, errlen, "tmpfs: path too long");
+			return moat_error_set(e, EINVAL, "tmpfs: path too long");
 		memcpy(dst, arg, dl);
 		dst[dl] = '\0';
 		if (size[0] && strspn(size, "0123456789kKmMgG%") != strlen(size))
-			return vfs__fail(errbuf, errlen, "tmpfs %s: bad SIZE '%s'", dst, size);
+			return moat_error_set(e, EINVAL, "tmpfs %s: bad SIZE '%s'", dst, size);
 		if (expand_path(v, dst, path, sizeof(path)) < 0)
-			return vfs__fail(errbuf, errlen, "tmpfs: path too long");
+			return moat_error_set(e, EINVAL, "tmpfs: path too long");
 		r = rule_new(v, VFS__TMPFS, word, arg, origin);
 		if (!r)
-			return -ENOMEM;
+			return moat_error_errno(e, ENOMEM);
 		r->writable = true;
 		r->virt = strdup(path);
 		r->given = strdup(path);
 		r->size = size[0] ? strdup(size) : NULL;
-		return r->virt && r->given ? 0 : -ENOMEM;
+		return r->virt && r->given ? 0 : moat_error_errno(e, ENOMEM);
 	}
 	if (streq(word, "file")) {
 		char dst[PATH_MAX];
@@ -296,56 +294,56 @@ _public_ int vfs_add_directive(struct vfs *v, const char *word, const char *arg,
 		size_t dl = sp ? (size_t)(sp - arg) : strlen(arg);
 
 		if (!dl)
-			return vfs__fail(errbuf, errlen, "file: missing DST");
+			return moat_error_set(e, EINVAL, "file: missing DST");
 		if (!content)
-			return vfs__fail(errbuf, errlen, "file %s: missing CONTENT or @HOSTFILE", arg);
+			return moat_error_set(e, EINVAL, "file %s: missing CONTENT or @HOSTFILE", arg);
 		if (dl >= sizeof(dst))
-			return vfs__fail(errbuf, errlen, "file: path too long");
+			return moat_error_set(e, EINVAL, "file: path too long");
 		memcpy(dst, arg, dl);
 		dst[dl] = '\0';
 		if (expand_path(v, dst, path, sizeof(path)) < 0 || streq(path, "/"))
-			return vfs__fail(errbuf, errlen, "file %s: bad DST", dst);
+			return moat_error_set(e, EINVAL, "file %s: bad DST", dst);
 		if (content[0] == '@') {
 			char host[PATH_MAX], real[PATH_MAX];
 			struct stat st;
 
 			if (expand_path(v, content + 1, host, sizeof(host)) < 0 ||
 			    !realpath(host, real))
-				return vfs__fail(errbuf, errlen, "file %s: %s: %s", dst, content + 1,
-				            strerror(errno));
+				return moat_error_set(e, EINVAL, "file %s: %s: %s", dst, content + 1,
+				                 strerror(errno));
 			if (stat(real, &st) < 0 || !S_ISREG(st.st_mode))
-				return vfs__fail(errbuf, errlen, "file %s: %s is not a regular file", dst,
-				            content + 1);
+				return moat_error_set(e, EINVAL, "file %s: %s is not a regular file", dst,
+				                 content + 1);
 			r = rule_new(v, VFS__FILE, word, arg, origin);
 			if (!r)
-				return -ENOMEM;
+				return moat_error_errno(e, ENOMEM);
 			r->host = strdup(real);
 			if (!r->host)
-				return -ENOMEM;
+				return moat_error_errno(e, ENOMEM);
 		} else {
 			size_t n;
 
 			r = rule_new(v, VFS__FILE, word, arg, origin);
 			if (!r)
-				return -ENOMEM;
+				return moat_error_errno(e, ENOMEM);
 			r->content = unescape(content, &n);
 			if (!r->content)
-				return -ENOMEM;
+				return moat_error_errno(e, ENOMEM);
 			r->size = NULL;
 		}
 		r->virt = strdup(path);
-		return r->virt ? 0 : -ENOMEM;
+		return r->virt ? 0 : moat_error_errno(e, ENOMEM);
 	}
 	if (streq(word, "chdir")) {
 		char *d;
 
 		if (!arg[0])
-			return vfs__fail(errbuf, errlen, "chdir: missing DIR");
+			return moat_error_set(e, EINVAL, "chdir: missing DIR");
 		if (expand_path(v, arg, path, sizeof(path)) < 0)
-			return vfs__fail(errbuf, errlen, "chdir: path too long");
+			return moat_error_set(e, EINVAL, "chdir: path too long");
 		d = strdup(path);
 		if (!d)
-			return -ENOMEM;
+			return moat_error_errno(e, ENOMEM);
 		free(v->chdir);
 		v->chdir = d;
 		return 0;
@@ -355,9 +353,7 @@ _public_ int vfs_add_directive(struct vfs *v, const char *word, const char *arg,
 
 static int add(struct vfs *v, const char *word, const char *arg)
 {
-	char err[256];
-
-	return vfs_add_directive(v, word, arg, "default profile", err, sizeof(err));
+	return vfs_add_directive(v, word, arg, "default profile", NULL);
 }
 
 /* Map a system path only when it exists on this host (lib32, libx32... vary). */

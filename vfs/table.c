@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,20 +22,9 @@
 #include <jansson.h>
 
 #include "cleanup.h"
+#include "error.h"
 #include "macros.h"
 #include "vfs-internal.h"
-
-_printf_(3, 4) int vfs__fail(char *errbuf, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (errbuf && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(errbuf, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
 
 /* --- building -------------------------------------------------------------------------- */
 
@@ -212,12 +200,12 @@ static ssize_t covering_rule(const struct vfs *v, const char *vpath)
 /* An implicit mapping that takes the place of the one at index cover in the precedence:
  * hide and deny rules given after that mapping still apply to it. */
 static int add_cover(struct vfs *v, const char *word, const char *arg, size_t cover,
-                     char *errbuf, size_t errlen)
+                     struct moat_error *e)
 {
 	unsigned seq = v->rules[cover].seq;
 	int r;
 
-	r = vfs_add_directive(v, word, arg, "implicit", errbuf, errlen);
+	r = vfs_add_directive(v, word, arg, "implicit", e);
 	if (r < 0)
 		return r;
 	v->rules[v->n_rules - 1].seq = seq;
@@ -231,7 +219,7 @@ static int add_cover(struct vfs *v, const char *word, const char *arg, size_t co
  * mapping of a parent of /dev (vfs__hides_devices()); the harmless devices every program
  * expects are mapped here by name, as the default profile does.
  */
-static int cover_proc_dev(struct vfs *v, char *errbuf, size_t errlen)
+static int cover_proc_dev(struct vfs *v, struct moat_error *e)
 {
 	static const char *const devs[] = {
 		"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty",
@@ -242,7 +230,7 @@ static int cover_proc_dev(struct vfs *v, char *errbuf, size_t errlen)
 	if (c >= 0 && !(v->rules[c].is_proc && streq(v->rules[c].virt, "/proc"))) {
 		if (streq(v->rules[c].virt, "/proc"))
 			v->rules[c].dead = true; /* something else mapped at /proc: not a procfs */
-		if ((r = add_cover(v, "ro-bind", "/proc", (size_t)c, errbuf, errlen)) < 0)
+		if ((r = add_cover(v, "ro-bind", "/proc", (size_t)c, e)) < 0)
 			return r;
 	}
 	for (size_t i = 0; i < ELEMENTSOF(devs); i++) {
@@ -263,7 +251,7 @@ static int cover_proc_dev(struct vfs *v, char *errbuf, size_t errlen)
 		            sizeof(src) ||
 		    lstat(src, &st) < 0 || !S_ISCHR(st.st_mode) || lstat(devs[i], &st) < 0)
 			continue;
-		if ((r = add_cover(v, "bind", devs[i], (size_t)c, errbuf, errlen)) < 0)
+		if ((r = add_cover(v, "bind", devs[i], (size_t)c, e)) < 0)
 			return r;
 	}
 	return 0;
@@ -311,16 +299,14 @@ _public_ bool vfs_disk_usage(const struct vfs *v, uint64_t *ret_used, uint64_t *
 	return true;
 }
 
-_public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_t errlen)
+static int finalize(struct vfs *v, enum vfs_mode mode, struct moat_error *e)
 {
 	char tmpl[] = "/tmp/moat-vfs-XXXXXX";
 	size_t nm = 0, ng = 0;
 	int r;
 
-	if (errbuf && errlen)
-		errbuf[0] = '\0';
 	if (v->finalized)
-		return vfs__fail(errbuf, errlen, "already finalized");
+		return moat_error_set(e, EINVAL, "already finalized");
 	v->mode = mode;
 
 	/* the latest mapping of a virtual path replaces earlier ones */
@@ -335,7 +321,7 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 				break;
 			}
 	}
-	if ((r = cover_proc_dev(v, errbuf, errlen)) < 0)
+	if ((r = cover_proc_dev(v, e)) < 0)
 		return r;
 
 	for (size_t i = 0; i < v->n_rules; i++) {
@@ -344,12 +330,12 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 		if (a->dead || a->kind > VFS__FILE || mode != VFS_MODE_UNNAMESPACED)
 			continue;
 		if (a->kind == VFS__BIND && !streq(a->host, a->virt))
-			return vfs__fail(errbuf, errlen,
+			return moat_error_set(e, EINVAL,
 			            "%s: unnamespaced mode cannot remap %s to %s (virtual paths "
 			            "equal host paths); this needs the namespaced mode",
 			            a->desc, a->host, a->virt);
 		if (a->kind == VFS__TMPFS && !shared_dir(a->virt) && !streq(a->virt, v->home))
-			return vfs__fail(errbuf, errlen,
+			return moat_error_set(e, EINVAL,
 			            "%s: unnamespaced mode has no tmpfs (only /tmp and /dev/shm, "
 			            "showing what the run made in them, and a private home); this "
 			            "needs the namespaced mode", a->desc);
@@ -357,15 +343,15 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 
 	vfs__sweep_stale("/tmp", "moat-vfs-");
 	if (!mkdtemp(tmpl))
-		return vfs__fail(errbuf, errlen, "cannot create a private directory: %s",
-		            strerror(errno));
+		return moat_error_set(e, EINVAL, "cannot create a private directory: %s",
+		                 strerror(errno));
 	v->private_dir = strdup(tmpl);
 	if (!v->private_dir)
 		return -ENOMEM;
 	v->private_lock = vfs__lock_private(AT_FDCWD, tmpl);
 	if (v->private_lock < 0)
-		return vfs__fail(errbuf, errlen, "cannot lock the private directory %s: %s", tmpl,
-		            strerror(-v->private_lock));
+		return moat_error_set(e, EINVAL, "cannot lock the private directory %s: %s", tmpl,
+		                 strerror(-v->private_lock));
 	/* After the lock: a sweeper of another run locks the directory underneath, which
 	 * is the one the host sees, and so leaves it alone. */
 	if (v->disk_quota && v->may_mount) {
@@ -373,8 +359,8 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 
 		snprintf(opts, sizeof(opts), "size=%llu,mode=0700", (unsigned long long)v->disk_quota);
 		if (mount("tmpfs", tmpl, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
-			return vfs__fail(errbuf, errlen, "--disk: cannot mount a tmpfs on %s: %s", tmpl,
-			            strerror(errno));
+			return moat_error_set(e, EINVAL, "--disk: cannot mount a tmpfs on %s: %s", tmpl,
+			                 strerror(errno));
 		v->private_mounted = true;
 	}
 
@@ -395,8 +381,8 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 				/* no private directory can have this name: the host's,
 				 * showing only what the run makes in it (owned.c) */
 				if (stat(a->virt, &st) < 0 || !S_ISDIR(st.st_mode))
-					return vfs__fail(errbuf, errlen, "%s: the host has no %s directory",
-					            a->desc, a->virt);
+					return moat_error_set(e, EINVAL, "%s: the host has no %s directory",
+					                 a->desc, a->virt);
 				a->kind = VFS__BIND;
 				a->own_only = true;
 				a->host = strdup(a->virt);
@@ -407,11 +393,11 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 					return r;
 				if (mkdir(a->host, home ? 0700 : 01777) < 0 ||
 				    chmod(a->host, home ? 0700 : 01777) < 0)
-					return vfs__fail(errbuf, errlen, "%s: %s", a->desc,
-					            strerror(errno));
+					return moat_error_set(e, EINVAL, "%s: %s", a->desc,
+					                 strerror(errno));
 				if (a->size && v->may_mount && (r = vfs__mount_sized(a)) < 0)
-					return vfs__fail(errbuf, errlen, "%s: cannot mount a tmpfs of %s: %s",
-					            a->desc, a->size, strerror(-r));
+					return moat_error_set(e, EINVAL, "%s: cannot mount a tmpfs of %s: %s",
+					                 a->desc, a->size, strerror(-r));
 			}
 			if (mode == VFS_MODE_UNNAMESPACED && !a->own_only) {
 				/* a private directory lives at its own host path (the
@@ -434,12 +420,12 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 			if ((r = vfs__private_path(v, "file", &a->host)) < 0)
 				return r;
 			if ((r = vfs__write_file(a->host, a->content, strlen(a->content))) < 0)
-				return vfs__fail(errbuf, errlen, "%s: %s", a->desc, strerror(-r));
+				return moat_error_set(e, EINVAL, "%s: %s", a->desc, strerror(-r));
 		}
 	}
 
 	/* the overlay before the mappings' fds: the workspace's must be the overlay's */
-	if (v->cow && (r = vfs__cow_mount(v, errbuf, errlen)) < 0)
+	if (v->cow && (r = vfs__cow_mount(v, e)) < 0)
 		return r;
 
 	v->mounts = calloc(v->n_rules + 1, sizeof(*v->mounts));
@@ -462,7 +448,7 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 		 * the sandbox itself, through another writable mapping) cannot move it. */
 		a->root_fd = open(a->host, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 		if (a->root_fd < 0 || fstat(a->root_fd, &st) < 0)
-			return vfs__fail(errbuf, errlen, "%s: %s: %s", a->desc, a->host, strerror(errno));
+			return moat_error_set(e, EINVAL, "%s: %s: %s", a->desc, a->host, strerror(errno));
 		a->root_is_link = S_ISLNK(st.st_mode);
 		if (a->kind == VFS__FILE)
 			a->writable = false;
@@ -526,10 +512,10 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 		if (s != parent) {
 			*s = '\0';
 			if ((r = vfs__skel_mkdirs(pm->host, parent)) < 0)
-				return vfs__fail(errbuf, errlen, "%s: mount point: %s", m->desc, strerror(-r));
+				return moat_error_set(e, EINVAL, "%s: mount point: %s", m->desc, strerror(-r));
 		}
 		if (fstat(m->root_fd, &st) < 0 || (r = vfs__skel_mountpoint(pm->host, rel, m, &st)) < 0)
-			return vfs__fail(errbuf, errlen, "%s: mount point: %s", m->desc, strerror(errno));
+			return moat_error_set(e, EINVAL, "%s: mount point: %s", m->desc, strerror(errno));
 	}
 
 	v->root_mount = (struct vfs__rule *)vfs__mount_exact(v, "/");
@@ -541,14 +527,14 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 		/* namespaced: the unmapped tree is a skeleton of empty directories and
 		 * mount points, which the interposer can also use as the sandbox's root */
 		if ((r = vfs__skeleton_path(v, &v->skeleton)) < 0)
-			return vfs__fail(errbuf, errlen, "skeleton: %s", strerror(-r));
+			return moat_error_set(e, EINVAL, "skeleton: %s", strerror(-r));
 		if (mkdir(v->skeleton, 0755) < 0)
-			return vfs__fail(errbuf, errlen, "skeleton: %s", strerror(errno));
+			return moat_error_set(e, EINVAL, "skeleton: %s", strerror(errno));
 		for (size_t i = 0; i < v->n_implicit; i++)
 			if (!streq(v->implicit[i], "/") &&
 			    (r = vfs__skel_mkdirs(v->skeleton, v->implicit[i])) < 0)
-				return vfs__fail(errbuf, errlen, "skeleton %s: %s", v->implicit[i],
-				            strerror(-r));
+				return moat_error_set(e, EINVAL, "skeleton %s: %s", v->implicit[i],
+				                 strerror(-r));
 		for (size_t i = 0; i < nm; i++) {
 			struct stat st;
 			char parent[PATH_MAX], *s;
@@ -564,19 +550,19 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 			if (fstat(v->mounts[i]->root_fd, &st) < 0 ||
 			    (r = vfs__skel_mountpoint(v->skeleton, v->mounts[i]->virt, v->mounts[i],
 			                         &st)) < 0)
-				return vfs__fail(errbuf, errlen, "skeleton %s: %s", v->mounts[i]->virt,
-				            strerror(errno));
+				return moat_error_set(e, EINVAL, "skeleton %s: %s", v->mounts[i]->virt,
+				                 strerror(errno));
 		}
 		v->root_fd = open(v->skeleton, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	}
 	if (v->root_fd < 0)
-		return vfs__fail(errbuf, errlen, "root: %s", strerror(errno));
+		return moat_error_set(e, EINVAL, "root: %s", strerror(errno));
 	if ((r = vfs__dcache_new(&v->dcache)) < 0)
 		return r;
 	/* vfs__reopen()'s directory; the path is used when this fails */
 	v->proc_self_fd = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if ((r = refresh_fixed(v)) < 0)
-		return vfs__fail(errbuf, errlen, "root: %s", strerror(-r));
+		return moat_error_set(e, EINVAL, "root: %s", strerror(-r));
 	v->finalized = true;
 
 	/* where the sandbox starts: chdir directive, else the workspace, else "/" */
@@ -590,13 +576,27 @@ _public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_
 				v->initial_cwd = strdup(cands[i]);
 		}
 		if (!v->initial_cwd && v->chdir)
-			return vfs__fail(errbuf, errlen, "chdir %s: not a visible directory", v->chdir);
+			return moat_error_set(e, EINVAL, "chdir %s: not a visible directory", v->chdir);
 		if (!v->initial_cwd)
 			v->initial_cwd = strdup("/");
 		if (!v->initial_cwd)
 			return -ENOMEM;
 	}
 	return 0;
+}
+
+_public_ int vfs_finalize(struct vfs *v, enum vfs_mode mode, struct moat_error *e)
+{
+	struct moat_error mine = { 0 };
+	int r = finalize(v, mode, &mine);
+
+	/* The steps name what failed; an allocation that failed is still the operator's to
+	 * read, as its errno. */
+	if (r < 0 && !mine.err)
+		moat_error_errno(&mine, r);
+	if (r < 0 && e)
+		*e = mine;
+	return r;
 }
 
 _public_ const char *vfs_initial_cwd(const struct vfs *v)

@@ -130,9 +130,6 @@ struct vfs {
 	size_t n_change_buckets;   /* a power of two, or 0: no index, find() scans */
 };
 
-/* table.c: -EINVAL, with the message in errbuf when there is one */
-_printf_(3, 4) int vfs__fail(char *errbuf, size_t errlen, const char *fmt, ...);
-
 /* glob.c and lookup.c: pure */
 bool vfs__glob_match(const char *pat, const char *path);
 bool vfs__glob_may_match_below(const char *pat, const char *dir);
@@ -267,7 +264,7 @@ void vfs__own_done(struct vfs *v, void (*rm_rf_at)(int dfd, const char *name));
 
 /* cow.c: mount the overlay on the workspace (at vfs_finalize(), once the private dir
  * exists and before the mappings' fds are opened); take it down at vfs_free(). */
-int vfs__cow_mount(struct vfs *v, char *errbuf, size_t errlen);
+int vfs__cow_mount(struct vfs *v, struct moat_error *e);
 void vfs__cow_done(struct vfs *v);
 
 /* changes.c */

@@ -35,6 +35,8 @@
 
 #include "sc.h"
 
+struct moat_error;   /* error.h: the message for the operator */
+
 struct vfs;
 struct statx;
 
@@ -85,11 +87,11 @@ struct vfs *vfs_free(struct vfs *v);   /* accepts NULL, returns NULL */
  * One directive, as a policy file line or a CLI option: word is "ro-bind", "bind",
  * "tmpfs", "hide", "deny", "file", "chdir"; arg is the rest of the line. origin names
  * where it came from ("policy.moat:4" or "--hide") for verdicts and errors.
- * Returns -EINVAL with a message in errbuf on a bad directive, -ENOENT for an unknown word
- * (so the caller can try the network layer's words).
+ * Returns -EINVAL with the message in e on a bad directive, -ENOENT for an unknown word
+ * (e untouched, so the caller can try the network layer's words).
  */
 int vfs_add_directive(struct vfs *v, const char *word, const char *arg, const char *origin,
-                      char *errbuf, size_t errlen);
+                      struct moat_error *e);
 
 /* The built-in profile (system dirs ro, secrets hidden, cwd rw, private /tmp, minimal
  * /dev and /proc). home is the invoking user's home, cwd the workspace. */
@@ -188,8 +190,10 @@ int vfs_cow_clear(int upper_fd);
 /* The WRITE entries' sha256 in sha256sum(1)'s format, "HEX  PATH" per line. */
 int vfs_cow_write_sums(const struct vfs_cow_set *s, int out_fd);
 
-/* Check the table for the mode (unnamespaced refuses remaps and tmpfs) and freeze it. */
-int vfs_finalize(struct vfs *v, enum vfs_mode mode, char *errbuf, size_t errlen);
+/* Check the table for the mode (unnamespaced refuses remaps and tmpfs) and freeze it.
+ * 0, or -errno with the message in e (strerror() of the errno where nothing more is known:
+ * an allocation). */
+int vfs_finalize(struct vfs *v, enum vfs_mode mode, struct moat_error *e);
 
 /* Namespaced mode, once the sandbox's mount namespace exists: resolve through root (an
  * O_PATH fd of the sandbox's root directory) so every fd lives on the sandbox's mounts.

@@ -105,8 +105,7 @@ static int print_policy_text(json_t *j, const char *hash)
 
 static int policy_check(struct run_args *a, int argc, char **argv)
 {
-	struct moat_error e;
-	char errbuf[1024];
+	struct moat_error e = { 0 };
 
 	if (argc != 3) {
 		moat_error_set(&e, EINVAL, "policy check takes one FILE");
@@ -117,8 +116,8 @@ static int policy_check(struct run_args *a, int argc, char **argv)
 		return MOAT_EXIT_FAILURE;
 	}
 	/* Both modes must accept it, or say which one cannot. */
-	if (vfs_finalize(a->o.vfs, VFS_MODE_NAMESPACED, errbuf, sizeof(errbuf)) < 0) {
-		log_error("%s: %s", argv[2], errbuf);
+	if (vfs_finalize(a->o.vfs, VFS_MODE_NAMESPACED, &e) < 0) {
+		log_error("%s: %s", argv[2], moat_error_str(&e));
 		return MOAT_EXIT_FAILURE;
 	}
 	printf("%s: ok (%zu directives, sha256 %s)\n", argv[2], a->policy.n, a->o.policy_hash);

@@ -100,7 +100,8 @@ int policy_apply(const struct policy *p, const struct vfs_proc_ops *ops, struct 
 {
 	struct vfs *v = NULL;
 	struct net *n = NULL;
-	char cwd[PATH_MAX], msg[512];
+	struct moat_error de = { 0 };
+	char cwd[PATH_MAX];
 	const char *home = getenv("HOME");
 	int r;
 
@@ -133,26 +134,27 @@ int policy_apply(const struct policy *p, const struct vfs_proc_ops *ops, struct 
 
 		if (streq(it->word, "profile"))
 			continue;
-		msg[0] = '\0';
-		r = vfs_add_directive(v, it->word, it->arg, it->origin, msg, sizeof(msg));
+		de = (struct moat_error){ 0 };
+		r = vfs_add_directive(v, it->word, it->arg, it->origin, &de);
 		if (r == -ENOENT)
-			r = net_add_directive(n, it->word, it->arg, it->origin, msg, sizeof(msg));
+			r = net_add_directive(n, it->word, it->arg, it->origin, &de);
 		if (r == -ENOENT) {
 			r = moat_error_set(e, EINVAL, "%s: unknown directive '%s'", it->origin, it->word);
 			goto fail;
 		}
 		if (r < 0) {
 			/* Messages from the modules may or may not carry the origin already. */
-			if (strncmp(msg, it->origin, strlen(it->origin)) == 0)
-				r = moat_error_set(e, r, "%s", msg);
+			if (strncmp(de.msg, it->origin, strlen(it->origin)) == 0)
+				r = moat_error_set(e, r, "%s", de.msg);
 			else
-				r = moat_error_set(e, r, "%s: %s", it->origin, msg[0] ? msg : strerror(-r));
+				r = moat_error_set(e, r, "%s: %s", it->origin,
+						   de.msg[0] ? de.msg : strerror(-r));
 			goto fail;
 		}
 	}
-	r = net_finalize(n, msg, sizeof(msg));
+	r = net_finalize(n, &de);
 	if (r < 0) {
-		r = moat_error_set(e, r, "%s", msg);
+		r = moat_error_set(e, r, "%s", de.msg);
 		goto fail;
 	}
 	*ret_vfs = v;

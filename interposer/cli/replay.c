@@ -439,8 +439,8 @@ int replay_cli(int argc, char **argv)
 	struct proc_map pm;
 	struct audit_reader *rd = NULL;
 	const char *policy_path = NULL, *file;
-	char errbuf[1024], here[PATH_MAX], ne[512];
-	struct moat_error pe;
+	char here[PATH_MAX], ne[512];
+	struct moat_error pe = { 0 };
 	unsigned bad = 0;
 	int opt, r, status = EXIT_USAGE;
 
@@ -507,21 +507,20 @@ int replay_cli(int argc, char **argv)
 					"deciding as if it ran in %s\n", R.ri.cwd, strerror(errno),
 					here);
 			r = policy_apply(&pol, proc_map_init(&pm), &R.vfs, &R.net, &pe);
-			if (r < 0)
-				snprintf(errbuf, sizeof(errbuf), "%s", moat_error_str(&pe));
 			/* moat's own additions (the sandbox's resolv.conf or hosts file), and
 			 * exact names in allow-net rules resolved as at the run's start */
 			if (r >= 0)
 				r = sup_net_prepare(R.vfs, R.net,
 						    R.ri.mode == VFS_MODE_NAMESPACED, ne,
-						    sizeof(ne), errbuf, sizeof(errbuf));
+						    sizeof(ne), &pe);
 			if (r >= 0)
-				r = vfs_finalize(R.vfs, R.ri.mode, errbuf, sizeof(errbuf));
+				r = vfs_finalize(R.vfs, R.ri.mode, &pe);
 			if (chdir(here) < 0) {
 				/* only relative FILE names would suffer; they are open already */
 			}
 			if (r < 0) {
-				fprintf(stderr, "moat audit replay: %s: %s\n", policy_path, errbuf);
+				fprintf(stderr, "moat audit replay: %s: %s\n", policy_path,
+					moat_error_str(&pe));
 				goto out;
 			}
 			continue;

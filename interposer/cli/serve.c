@@ -478,35 +478,32 @@ static int limit_text(json_t *v, char *buf, size_t len)
 	return 0;
 }
 
-static int write_policy(const char *path, const char *text, char *err, size_t errlen)
+static int write_policy(const char *path, const char *text, struct moat_error *e)
 {
 	struct policy p = { 0 };
-	struct moat_error e;
 	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	size_t len = strlen(text);
 	int r;
 
 	if (fd < 0 || write(fd, text, len) != (ssize_t)len) {
-		snprintf(err, errlen, "cannot write the policy: %s", strerror(errno));
+		moat_error_set(e, EIO, "cannot write the policy: %s", strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return -EIO;
 	}
 	close(fd);
 	/* The run would refuse it with exit 125; say why now, naming the line. */
-	r = policy_load_file(&p, path, &e);
+	r = policy_load_file(&p, path, e);
 	if (r >= 0) {
 		struct proc_map pm = { 0 };
 		struct vfs *v = NULL;
 		struct net *n = NULL;
 
-		r = policy_apply(&p, proc_map_init(&pm), &v, &n, &e);
+		r = policy_apply(&p, proc_map_init(&pm), &v, &n, e);
 		vfs_free(v);
 		net_free(n);
 	}
 	policy_done(&p);
-	if (r < 0)
-		str_copy(err, errlen, moat_error_str(&e));
 	return r;
 }
 
@@ -560,7 +557,8 @@ static void op_cow(struct server *S, struct client *c, json_t *id, json_t *req, 
 	const char *path = json_string_value(json_object_get(req, "path"));
 	struct sandbox *sb = sid ? sandbox_find(S, c, sid) : NULL;
 	struct out_file tar = OUT_FILE_INIT, sums = OUT_FILE_INIT;
-	char err[768], spath[PATH_MAX + 8];
+	struct moat_error e = { 0 };
+	char spath[PATH_MAX + 8];
 	json_t *j;
 
 	if (!sb)
@@ -576,13 +574,12 @@ static void op_cow(struct server *S, struct client *c, json_t *id, json_t *req, 
 			return send_error(S, c, id, "bad_request", "export: path is the absolute "
 					  "path of the tar to write");
 		snprintf(spath, sizeof(spath), "%s.sha256", path);
-		if (out_open(&tar, path, err, sizeof(err)) < 0 ||
-		    out_create(&tar, err, sizeof(err)) < 0 ||
-		    out_open(&sums, spath, err, sizeof(err)) < 0) {
+		if (out_open(&tar, path, &e) < 0 || out_create(&tar, &e) < 0 ||
+		    out_open(&sums, spath, &e) < 0) {
 			out_discard(&tar);
 			out_close(&tar);
 			out_close(&sums);
-			return send_error(S, c, id, "io", "export: %s", err);
+			return send_error(S, c, id, "io", "export: %s", moat_error_str(&e));
 		}
 	}
 	/* A commit or a discard mounts a new overlay: a run built ahead holds the one it
@@ -591,7 +588,7 @@ static void op_cow(struct server *S, struct client *c, json_t *id, json_t *req, 
 	if (!streq(op, "export"))
 		warm_drop(S, sb);
 	j = cow_mount_finish(sb->cow, streq(op, "commit"), streq(op, "discard"),
-			     tar.fd >= 0 ? &tar : NULL, &sums, err, sizeof(err));
+			     tar.fd >= 0 ? &tar : NULL, &sums, &e);
 	if (!streq(op, "export"))
 		warm_up(S, sb);
 	if (j && tar.fd >= 0) {
@@ -601,7 +598,7 @@ static void op_cow(struct server *S, struct client *c, json_t *id, json_t *req, 
 	out_close(&tar);
 	out_close(&sums);
 	if (!j)
-		return send_error(S, c, id, "io", "%s: %s", op, err);
+		return send_error(S, c, id, "io", "%s: %s", op, moat_error_str(&e));
 	json_object_set_new(j, "ok", json_true());
 	send_json(S, c, with_id(id, j));
 }
@@ -620,7 +617,8 @@ static void op_create(struct server *S, struct client *c, json_t *id, json_t *re
 	const char *mode = json_string_value(json_object_get(req, "mode"));
 	const char *policy = json_string_value(json_object_get(req, "policy"));
 	struct sandbox *sb;
-	char err[1100], path[PATH_MAX + 32];
+	struct moat_error pe = { 0 };
+	char path[PATH_MAX + 32];
 	struct stat st;
 
 	if (S->n_sandboxes >= S->max_sandboxes)
@@ -669,8 +667,8 @@ static void op_create(struct server *S, struct client *c, json_t *id, json_t *re
 		goto oom;
 	if (policy) {
 		snprintf(path, sizeof(path), "%s/policy.moat", sb->dir);
-		if (write_policy(path, policy, err, sizeof(err)) < 0) {
-			send_error(S, c, id, "bad_policy", "%s", err);
+		if (write_policy(path, policy, &pe) < 0) {
+			send_error(S, c, id, "bad_policy", "%s", moat_error_str(&pe));
 			return sandbox_free(S, sb);
 		}
 		if (add_arg2(sb, "--policy", path) < 0)

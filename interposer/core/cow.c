@@ -22,6 +22,7 @@
 
 #include "cleanup.h"
 #include "cow.h"
+#include "error.h"
 #include "log.h"
 #include "macros.h"
 #include "output.h"
@@ -29,20 +30,21 @@
 
 int cow_prepare(struct sup_cow *c, struct vfs *v)
 {
-	char err[768], sums[PATH_MAX + 8];
+	struct moat_error e = { 0 };
+	char sums[PATH_MAX + 8];
 
 	c->export_out = (struct out_file)OUT_FILE_INIT;
 	c->sums_out = (struct out_file)OUT_FILE_INIT;
 	if (!c->max_file)
 		c->max_file = COW_DEFAULT_MAX_FILE;
 	if (c->export_path) {
-		if (out_open(&c->export_out, c->export_path, err, sizeof(err)) < 0 ||
-		    out_create(&c->export_out, err, sizeof(err)) < 0)
-			return log_error_errno(-EINVAL, "--export: %s", err);
+		if (out_open(&c->export_out, c->export_path, &e) < 0 ||
+		    out_create(&c->export_out, &e) < 0)
+			return log_error_errno(-EINVAL, "--export: %s", moat_error_str(&e));
 		snprintf(sums, sizeof(sums), "%s.sha256", c->export_path);
 		c->sums_path = strdup(sums);
-		if (!c->sums_path || out_open(&c->sums_out, c->sums_path, err, sizeof(err)) < 0)
-			return log_error_errno(-EINVAL, "--export: %s", err);
+		if (!c->sums_path || out_open(&c->sums_out, c->sums_path, &e) < 0)
+			return log_error_errno(-EINVAL, "--export: %s", moat_error_str(&e));
 	}
 	return vfs_set_cow(v, c->dir);
 }
@@ -290,30 +292,32 @@ struct cow_mount *cow_mount_free(struct cow_mount *m)
 }
 
 json_t *cow_mount_finish(struct cow_mount *m, bool commit, bool discard, struct out_file *tar,
-			 struct out_file *sums, char *err, size_t errlen)
+			 struct out_file *sums, struct moat_error *e)
 {
 	struct vfs_cow_set s = { 0 };
+	bool failed = false;
 	json_t *j;
 	int r;
 
-	err[0] = '\0';
 	if (discard) {
 		overlay_off(m);
 		vfs_cow_clear(m->upper_fd);
 		if ((r = overlay_on(m)) < 0) {
-			snprintf(err, errlen, "cannot mount the workspace again: %s", strerror(-r));
+			moat_error_set(e, r, "cannot mount the workspace again: %s", strerror(-r));
 			return NULL;
 		}
 		return json_object();
 	}
 	r = vfs_cow_scan(m->upper_fd, COW_DEFAULT_MAX_FILE, &s);
 	if (r < 0) {
-		snprintf(err, errlen, "cannot read the changes: %s", strerror(-r));
+		moat_error_set(e, r, "cannot read the changes: %s", strerror(-r));
 		return NULL;
 	}
 	j = json_pack("{s:I, s:o}", "bytes", (json_int_t)s.bytes, "changes", set_json(&s));
-	if (tar && (r = export_to(tar, sums, &s, m->upper_fd)) < 0)
-		snprintf(err, errlen, "cannot write the tar: %s", strerror(-r));
+	if (tar && (r = export_to(tar, sums, &s, m->upper_fd)) < 0) {
+		moat_error_set(e, r, "cannot write the tar: %s", strerror(-r));
+		failed = true;
+	}
 	if (commit) {
 		/* The host directory changes only with no overlay over it, and the next
 		 * overlay starts from what it then holds. */
@@ -322,11 +326,13 @@ json_t *cow_mount_finish(struct cow_mount *m, bool commit, bool discard, struct 
 									    m->lower_fd)));
 		json_object_set_new(j, "changes", set_json(&s));
 		vfs_cow_clear(m->upper_fd);
-		if ((r = overlay_on(m)) < 0)
-			snprintf(err, errlen, "cannot mount the workspace again: %s", strerror(-r));
+		if ((r = overlay_on(m)) < 0) {
+			moat_error_set(e, r, "cannot mount the workspace again: %s", strerror(-r));
+			failed = true;
+		}
 	}
 	vfs_cow_set_done(&s);
-	if (err[0]) {
+	if (failed) {
 		json_decref(j);
 		return NULL;
 	}

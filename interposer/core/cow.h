@@ -16,6 +16,7 @@
 #include "output.h"
 
 struct vfs;
+struct moat_error;
 
 /* Files larger than this in the upper layer are refused (not committed nor exported). */
 #define COW_DEFAULT_MAX_FILE (1ull << 30)
@@ -49,7 +50,7 @@ struct cow_mount *cow_mount_free(struct cow_mount *m);    /* unmounts; accepts N
 /* The change set ({"bytes", "changes"}): written as a tar to tar (a stream of
  * out_create()) with its sha256 list in sums (when tar is not NULL), applied
  * to the workspace (commit, then "failed" counts what could not be) or dropped
- * (discard, {}); after either the overlay starts again empty. NULL with err set on
+ * (discard, {}); after either the overlay starts again empty. NULL with e set on
  * failure. */
 json_t *cow_mount_finish(struct cow_mount *m, bool commit, bool discard, struct out_file *tar,
-			 struct out_file *sums, char *err, size_t errlen);
+			 struct out_file *sums, struct moat_error *e);

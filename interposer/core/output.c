@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "error.h"
 #include "macros.h"
 #include "output.h"
 #include "vfs.h"
@@ -53,7 +54,7 @@ static int create_private(struct out_file *of, char name[32], mode_t mode)
 	return -EEXIST;
 }
 
-int out_open(struct out_file *of, const char *path, char *err, size_t errlen)
+int out_open(struct out_file *of, const char *path, struct moat_error *e)
 {
 	_cleanup_free_ char *dir = NULL;
 	char link[64], canon[PATH_MAX];
@@ -65,56 +66,51 @@ int out_open(struct out_file *of, const char *path, char *err, size_t errlen)
 	*of = (struct out_file)OUT_FILE_INIT;
 	of->path = path;
 	if (!path || !path[0]) {
-		snprintf(err, errlen, "an empty file name");
-		return -EINVAL;
+		return moat_error_set(e, EINVAL, "an empty file name");
 	}
 	if (streq(path, "-")) {
 		/* stdout and stderr are the command's: moat's JSON or stream mixed into them
 		 * would corrupt both. */
-		snprintf(err, errlen, "'-': stdout and stderr belong to the command; name a file");
-		return -EINVAL;
+		return moat_error_set(e, EINVAL,
+				      "'-': stdout and stderr belong to the command; name a file");
 	}
 	slash = strrchr(path, '/');
 	of->base = strdup(slash ? slash + 1 : path);
 	dir = slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
 	if (!of->base || !dir)
-		return -ENOMEM;
+		return moat_error_errno(e, ENOMEM);
 	if (!of->base[0] || streq(of->base, ".") || streq(of->base, "..")) {
-		snprintf(err, errlen, "%s: names a directory, not a file", path);
-		return -EISDIR;
+		return moat_error_set(e, EISDIR, "%s: names a directory, not a file", path);
 	}
 	of->dirfd = open(dir[0] ? dir : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (of->dirfd < 0) {
-		r = -errno;
-		snprintf(err, errlen, "%s: cannot open its directory: %s", path, strerror(errno));
-		return r;
+		return moat_error_set(e, errno, "%s: cannot open its directory: %s", path,
+				      strerror(errno));
 	}
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", of->dirfd);
 	n = readlink(link, canon, sizeof(canon) - 1);
 	if (n <= 0) {
 		r = n < 0 ? -errno : -EIO;
-		snprintf(err, errlen, "%s: cannot name its directory: %s", path, strerror(-r));
-		return r;
+		return moat_error_set(e, r, "%s: cannot name its directory: %s", path,
+				      strerror(-r));
 	}
 	canon[n] = '\0';
 	of->dir = strdup(canon);
 	if (!of->dir)
-		return -ENOMEM;
+		return moat_error_errno(e, ENOMEM);
 
 	if (fstatat(of->dirfd, of->base, &st, AT_SYMLINK_NOFOLLOW) == 0) {
 		if (S_ISLNK(st.st_mode)) {
-			snprintf(err, errlen, "%s is a symbolic link: moat does not follow links "
-				 "for its own outputs (remove it, or name the file it points to)", path);
-			return -ELOOP;
+			return moat_error_set(e, ELOOP, "%s is a symbolic link: moat does not "
+					      "follow links for its own outputs (remove it, or name "
+					      "the file it points to)", path);
 		}
 		if (!S_ISREG(st.st_mode)) {
-			snprintf(err, errlen, "%s exists and is not a regular file", path);
-			return -EEXIST;
+			return moat_error_set(e, EEXIST, "%s exists and is not a regular file",
+					      path);
 		}
 	} else if (errno != ENOENT) {
-		r = -errno;
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return r;
+		return moat_error_set(e, errno, "%s: %s", path, strerror(errno));
 	}
 
 	{
@@ -123,9 +119,8 @@ int out_open(struct out_file *of, const char *path, char *err, size_t errlen)
 		int fd = create_private(of, probe, 0600);
 
 		if (fd < 0) {
-			snprintf(err, errlen, "cannot create files in the directory of %s: %s", path,
-				 strerror(-fd));
-			return fd;
+			return moat_error_set(e, fd, "cannot create files in the directory of "
+					      "%s: %s", path, strerror(-fd));
 		}
 		close(fd);
 		unlinkat(of->dirfd, probe, 0);
@@ -133,23 +128,20 @@ int out_open(struct out_file *of, const char *path, char *err, size_t errlen)
 	return 0;
 }
 
-int out_create(struct out_file *of, char *err, size_t errlen)
+int out_create(struct out_file *of, struct moat_error *e)
 {
 	struct stat st;
-	int r;
 
 	/* Replace, never truncate: an older file of that name may have other links. */
 	if (unlinkat(of->dirfd, of->base, 0) < 0 && errno != ENOENT) {
-		r = -errno;
-		snprintf(err, errlen, "cannot replace %s: %s", of->path, strerror(errno));
-		return r;
+		return moat_error_set(e, errno, "cannot replace %s: %s", of->path,
+				      strerror(errno));
 	}
 	of->fd = openat(of->dirfd, of->base, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 			0640);
 	if (of->fd < 0 || fstat(of->fd, &st) < 0) {
-		r = -errno;
-		snprintf(err, errlen, "cannot create %s: %s", of->path, strerror(errno));
-		return r;
+		return moat_error_set(e, errno, "cannot create %s: %s", of->path,
+				      strerror(errno));
 	}
 	of->dev = st.st_dev;
 	of->ino = st.st_ino;

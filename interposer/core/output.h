@@ -16,6 +16,7 @@
 #include <sys/types.h>
 
 struct vfs;
+struct moat_error;
 
 struct out_file {
 	const char *path;       /* as the user gave it */
@@ -32,14 +33,14 @@ struct out_file {
 /*
  * Open the directory of path and check that the output can be created there: path must
  * not be "-" (stdout and stderr are the command's), nor name a symbolic link or anything
- * but a regular file. On failure err says why (for the user) and a negative errno is
+ * but a regular file. On failure e says why (for the user) and a negative errno is
  * returned.
  */
-int out_open(struct out_file *of, const char *path, char *err, size_t errlen);
+int out_open(struct out_file *of, const char *path, struct moat_error *e);
 
 /* A stream: create the file now, to be written through fd while the run lasts (an
  * existing file of that name is unlinked first, never truncated through a link). */
-int out_create(struct out_file *of, char *err, size_t errlen);
+int out_create(struct out_file *of, struct moat_error *e);
 
 /* Whether the output's directory is inside a writable mapping of the run (the sandbox
  * could then rename, replace or read the output while the run lasts): fills what with

@@ -50,6 +50,7 @@
 #include "cow.h"
 #include "creds.h"
 #include "dispatch.h"
+#include "error.h"
 #include "events.h"
 #include "exectrace.h"
 #include "log.h"
@@ -1199,7 +1200,7 @@ static int setup_limits(struct run *R)
 static int open_outputs(struct run *R)
 {
 	struct sup_opts *o = R->o;
-	char err[768];
+	struct moat_error e = { 0 };
 
 	if (o->run_id)
 		snprintf(R->run_id, sizeof(R->run_id), "%s", o->run_id);
@@ -1209,14 +1210,14 @@ static int open_outputs(struct run *R)
 		randombytes_buf(id, sizeof(id));
 		sodium_bin2hex(R->run_id, sizeof(R->run_id), id, sizeof(id));
 	}
-	if (o->report_path && out_open(&R->report_out, o->report_path, err, sizeof(err)) < 0) {
+	if (o->report_path && out_open(&R->report_out, o->report_path, &e) < 0) {
 		/* Nowhere to report to: say it here, and only here. */
-		log_error("--report: %s", err);
+		log_error("--report: %s", moat_error_str(&e));
 		o->report_path = NULL;
 		return -EINVAL;
 	}
-	if (o->audit_path && out_open(&R->audit_out, o->audit_path, err, sizeof(err)) < 0) {
-		snprintf(R->setup_msg, sizeof(R->setup_msg), "--audit: %s", err);
+	if (o->audit_path && out_open(&R->audit_out, o->audit_path, &e) < 0) {
+		snprintf(R->setup_msg, sizeof(R->setup_msg), "--audit: %s", moat_error_str(&e));
 		log_error("%s", R->setup_msg);
 		return -EINVAL;
 	}
@@ -1251,10 +1252,10 @@ static int check_outputs(struct run *R)
 		return -EPERM;
 	}
 	if (R->audit_out.dirfd >= 0) {
-		char err[768];
+		struct moat_error e = { 0 };
 
-		if (out_create(&R->audit_out, err, sizeof(err)) < 0) {
-			snprintf(R->setup_msg, sizeof(R->setup_msg), "--audit: %s", err);
+		if (out_create(&R->audit_out, &e) < 0) {
+			snprintf(R->setup_msg, sizeof(R->setup_msg), "--audit: %s", moat_error_str(&e));
 			log_error("%s", R->setup_msg);
 			return -EIO;
 		}
@@ -1399,7 +1400,7 @@ int sup_run(struct sup_opts *o)
 	struct spawn_plan plan = { 0 };
 	struct seccomp_notif_sizes sizes;
 	int sv[2] = { -1, -1 }, r, status, one = 1;
-	char errbuf[512];
+	struct moat_error e = { 0 };
 
 	if (!R)
 		return log_error_errno(-ENOMEM, "out of memory");
@@ -1445,10 +1446,9 @@ int sup_run(struct sup_opts *o)
 	{
 		char ne[512];
 
-		r = sup_net_prepare(o->vfs, o->net, R->ctx.namespaced, ne, sizeof(ne), errbuf,
-				    sizeof(errbuf));
+		r = sup_net_prepare(o->vfs, o->net, R->ctx.namespaced, ne, sizeof(ne), &e);
 		if (r < 0)
-			SETUP_FAIL(R, "network setup: %s", errbuf);
+			SETUP_FAIL(R, "network setup: %s", moat_error_str(&e));
 		if (ne[0])
 			not_enforced(R, ne);
 	}
@@ -1465,9 +1465,9 @@ int sup_run(struct sup_opts *o)
 		vfs_allow_mounts(o->vfs);
 	}
 	r = vfs_finalize(o->vfs, R->ctx.namespaced ? VFS_MODE_NAMESPACED : VFS_MODE_UNNAMESPACED,
-			 errbuf, sizeof(errbuf));
+			 &e);
 	if (r < 0)
-		SETUP_FAIL(R, "%s", errbuf);
+		SETUP_FAIL(R, "%s", moat_error_str(&e));
 	/* Before the sandbox can touch the workspace's .git. */
 	R->git = receipt_git(vfs_workspace_host(o->vfs));
 	if (check_outputs(R) < 0)
@@ -1690,7 +1690,8 @@ int sup_serve(struct sup_opts *o, int listener, pid_t pid)
 	_cleanup_free_ struct run *R = run_new(o);
 	_cleanup_close_ int root = -1;
 	struct seccomp_notif_sizes sizes;
-	char errbuf[512], p[64];
+	struct moat_error e = { 0 };
+	char p[64];
 	int r, status;
 
 	if (!R)
@@ -1725,12 +1726,10 @@ int sup_serve(struct sup_opts *o, int listener, pid_t pid)
 	 * from now on it walks the container's own. */
 	snprintf(p, sizeof(p), "/proc/%d/root", pid);
 	root = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	r = root < 0 ? -errno : 0;
-	if (r < 0)
-		snprintf(errbuf, sizeof(errbuf), "cannot open %s: %s", p, strerror(errno));
+	if (root < 0)
+		r = moat_error_set(&e, errno, "cannot open %s: %s", p, strerror(errno));
 	else if ((r = vfs_rebase(o->vfs, root)) < 0)
-		snprintf(errbuf, sizeof(errbuf), "cannot enter the container's root: %s",
-			 strerror(-r));
+		moat_error_set(&e, r, "cannot enter the container's root: %s", strerror(-r));
 	if (r >= 0 && check_outputs(R) < 0) {
 		signal_keeper(R, SIGKILL);
 		(void)!close(listener);
@@ -1740,7 +1739,7 @@ int sup_serve(struct sup_opts *o, int listener, pid_t pid)
 		/* Without a supervisor its notified calls would only fail: end it now. */
 		signal_keeper(R, SIGKILL);
 		(void)!close(listener);
-		SETUP_FAIL(R, "%s", errbuf);
+		SETUP_FAIL(R, "%s", moat_error_str(&e));
 	}
 	if (notify_sizes(&sizes) < 0 || sizes.seccomp_notif < sizeof(struct seccomp_notif))
 		sizes.seccomp_notif = sizeof(struct seccomp_notif);

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "error.h"
 #include "log.h"
 #include "macros.h"
 #include "net.h"
@@ -54,10 +55,11 @@ static void hosts_lines(const char *name, FILE *f)
 }
 
 int sup_net_prepare(struct vfs *v, struct net *n, bool namespaced, char *not_enforced,
-		    size_t ne_len, char *errbuf, size_t errlen)
+		    size_t ne_len, struct moat_error *e)
 {
 	_cleanup_(json_decrefp) json_t *j = NULL;
-	char msg[512], *hosts = NULL;
+	struct moat_error unresolved;
+	char *hosts = NULL;
 	size_t hosts_len = 0, i;
 	bool names = false, wildcards = false;
 	json_t *rule;
@@ -65,13 +67,13 @@ int sup_net_prepare(struct vfs *v, struct net *n, bool namespaced, char *not_enf
 	int r;
 
 	not_enforced[0] = '\0';
-	r = net_resolve_rules(n, msg, sizeof(msg));
+	r = net_resolve_rules(n, &unresolved);
 	if (r > 0)
 		log_warning("names in allow-net rules that do not resolve (they allow nothing): %s",
-			    msg);
+			    moat_error_str(&unresolved));
 	if (namespaced) {
 		/* The sandbox's namespace has no route out: its resolver must ask us. */
-		r = vfs_add_directive(v, "file", RESOLV_CONF, "moat (sandbox DNS)", errbuf, errlen);
+		r = vfs_add_directive(v, "file", RESOLV_CONF, "moat (sandbox DNS)", e);
 		return r < 0 ? r : 0;
 	}
 
@@ -84,10 +86,10 @@ int sup_net_prepare(struct vfs *v, struct net *n, bool namespaced, char *not_enf
 	 */
 	j = net_to_json(n);
 	if (!j)
-		return -ENOMEM;
+		return moat_error_errno(e, ENOMEM);
 	f = open_memstream(&hosts, &hosts_len);
 	if (!f)
-		return -ENOMEM;
+		return moat_error_errno(e, ENOMEM);
 	/* A first line of our own: content starting with '@' would name a host file. */
 	fputs("# /etc/hosts of the host, as moat gives it to the sandbox\n", f);
 	{
@@ -114,9 +116,9 @@ int sup_net_prepare(struct vfs *v, struct net *n, bool namespaced, char *not_enf
 
 		if (asprintf(&d, "/etc/hosts %s", hosts) < 0) {
 			free(hosts);
-			return -ENOMEM;
+			return moat_error_errno(e, ENOMEM);
 		}
-		r = vfs_add_directive(v, "file", d, "moat (allow-net names)", errbuf, errlen);
+		r = vfs_add_directive(v, "file", d, "moat (allow-net names)", e);
 		free(d);
 		if (r < 0) {
 			free(hosts);

@@ -13,15 +13,17 @@
 
 struct vfs;
 struct net;
+struct moat_error;
 
 /*
  * Resolve and pin the names of the rules (warnings for names that do not resolve), then:
  * namespaced: the sandbox's /etc/resolv.conf names 127.0.0.1, where the supervisor
  * answers; unnamespaced: /etc/hosts gains the exact names of allow-net rules. Writes
- * into not_enforced (empty when nothing) what the mode cannot give. 0 or -errno (errbuf).
+ * into not_enforced (empty when nothing) what the mode cannot give. 0, or -errno with the
+ * message in e.
  */
 int sup_net_prepare(struct vfs *v, struct net *n, bool namespaced, char *not_enforced,
-		    size_t ne_len, char *errbuf, size_t errlen);
+		    size_t ne_len, struct moat_error *e);
 
 /* Bring lo up and send a UDP socket bound to 127.0.0.1:53 as a SYNC_DNS message
  * (SCM_RIGHTS), or a SYNC_DNS carrying the errno and no fd. Never fatal. */

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <sys/socket.h>
 
+#include "error.h"
 #include "fuzz.h"
 #include "net.h"
 
@@ -27,17 +28,17 @@ static int fake_lookup(void *userdata, const char *name, int family, struct net_
 static struct net *the_net(void)
 {
 	static struct net *n;
-	char err[256];
+	struct moat_error err = { 0 };
 
 	if (n)
 		return n;
 	if (net_new(&n) < 0)
 		abort();
 	net_set_lookup(n, fake_lookup, NULL);
-	if (net_add_directive(n, "allow-net", "example.com:443", "fuzz", err, sizeof(err)) < 0 ||
-	    net_add_directive(n, "allow-net", "*.example.org:443", "fuzz", err, sizeof(err)) < 0 ||
-	    net_finalize(n, err, sizeof(err)) < 0) {
-		fprintf(stderr, "fuzz-dns: %s\n", err);
+	if (net_add_directive(n, "allow-net", "example.com:443", "fuzz", &err) < 0 ||
+	    net_add_directive(n, "allow-net", "*.example.org:443", "fuzz", &err) < 0 ||
+	    net_finalize(n, &err) < 0) {
+		fprintf(stderr, "fuzz-dns: %s\n", err.msg);
 		abort();
 	}
 	return n;

@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include "error.h"
 #include "fuzz.h"
 #include "net.h"
 #include "net-internal.h"
@@ -22,15 +23,15 @@ static struct net *the_net(void)
 		{ "allow-net", "[2001:db8::]/32:443" }, { "deny-net", "10.1.0.0/16" },
 		{ "allow-net", "udp:1.1.1.1:53" }, { "allow-net", "0.0.0.0:0" },
 	};
-	char err[256];
+	struct moat_error err = { 0 };
 
 	if (n)
 		return n;
 	if (net_new(&n) < 0)
 		abort();
 	for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++)
-		net_add_directive(n, rules[i][0], rules[i][1], "fuzz", err, sizeof(err));
-	if (net_finalize(n, err, sizeof(err)) < 0)
+		net_add_directive(n, rules[i][0], rules[i][1], "fuzz", &err);
+	if (net_finalize(n, &err) < 0)
 		abort();
 	return n;
 }

@@ -13,6 +13,7 @@
 # bound in, the host's FIFO writer, the host's test servers, the clock.
 . "$MOAT_SRC/tests/lib/tap.sh"
 . "$MOAT_SRC/tests/oci/lib.sh"
+. "$MOAT_SRC/tests/lib/inotify.sh"
 need podman runc conmon
 [ -x "${OCI_PROBE:-}" ] && [ -x "${OCI_FD_META_RACE:-}" ] ||
 	skip_all "the static test programs were not built (meson found no static libc: libc6-dev)"
@@ -103,7 +104,7 @@ ok $? "a FIFO open that waits holds up no other call (max ${max:-?} ms, ${took}s
 # The container watches /w (holding the hidden .env) and /w/sub; the host appends to
 # both files while the watches stand.
 inotify_run() { # WHO: prints the probe's output
-	local who=$1 d="$TMP/ino.$1" pid
+	local who=$1 d="$TMP/ino.$1"
 	rm -rf "$d"
 	mkdir -p "$d/sub"
 	echo v >"$d/sub/visible"
@@ -113,12 +114,7 @@ inotify_run() { # WHO: prints the probe's output
 	else
 		mrun -v "$d:/w" "$IMG" probe inotify /w >"$TMP/ino.$who.out" &
 	fi
-	pid=$!
-	for _ in $(seq 300); do [ -e "$d/ready" ] && break; sleep 0.05; done
-	echo more >>"$d/.env"
-	echo more >>"$d/sub/visible"
-	touch "$d/done"
-	wait $pid
+	inotify_provoke "$d" $! 300
 	cat "$TMP/ino.$who.out"
 }
 ctl=$(inotify_run runc)

@@ -54,6 +54,8 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+struct moat_error;   /* error.h: the message for the operator */
+
 struct net;
 
 /* An IP address without a port: what a name resolves to. */
@@ -94,11 +96,11 @@ struct net *net_free(struct net *n);   /* accepts NULL, returns NULL */
  *     [IP6[/PREFIX]][:PORTS] or a bare IP6[/PREFIX] without ports: [::1]:80, fd00::/8
  *   PORTS is N, N-M or *; a missing PORTS (addresses only) means every port.
  *   allow-bind [tcp:|udp:]PORTS: ports the program may bind in unnamespaced mode.
- * Returns 0; -ENOENT for a word that is not ours (errbuf untouched) so the caller can try
- * other modules; -EINVAL with a message in errbuf; -EBUSY after net_finalize(); -ENOMEM.
+ * Returns 0; -ENOENT for a word that is not ours (e untouched) so the caller can try
+ * other modules; -EINVAL with the message in e; -EBUSY after net_finalize(); -ENOMEM.
  */
 int net_add_directive(struct net *n, const char *word, const char *arg, const char *origin,
-                      char *errbuf, size_t errlen);
+                      struct moat_error *e);
 
 /* The host's own addresses (local class). Replaces any earlier set. 0 or -ENOMEM. */
 int net_set_host_addrs(struct net *n, const struct net_ip *ips, size_t count);
@@ -112,17 +114,18 @@ int net_lookup_getaddrinfo(void *userdata, const char *name, int family,
 
 /*
  * Freeze the rules. Unless net_set_host_addrs() was called, reads the host's addresses
- * with getifaddrs(). Returns 0, or -errno with a message in errbuf.
+ * with getifaddrs(). Returns 0, or -errno with the message in e.
  */
-int net_finalize(struct net *n, char *errbuf, size_t errlen);
+int net_finalize(struct net *n, struct moat_error *e);
 
 /*
  * Resolve every exact name in the rules through the lookup function and pin the results,
  * so a program that resolves through /etc/hosts (not our DNS) can still connect.
- * Returns the number of names that did not resolve (listed in errbuf, for the operator:
- * a missing name is not fatal, its rule just allows nothing), or -ENOMEM.
+ * Returns the number of names that did not resolve, or -ENOMEM. A missing name is not
+ * fatal (its rule just allows nothing): when the count is above 0, e holds ENOENT and the
+ * list of the names for the operator, although the call succeeded; otherwise e is untouched.
  */
-int net_resolve_rules(struct net *n, char *errbuf, size_t errlen);
+int net_resolve_rules(struct net *n, struct moat_error *e);
 
 /* Canonical JSON of the rules (a jansson json_t *, caller decrefs), NULL on ENOMEM. */
 void *net_to_json(const struct net *n);

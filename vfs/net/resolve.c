@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "error.h"
 #include "macros.h"
 #include "net-internal.h"
 
@@ -57,14 +58,13 @@ _public_ int net_lookup_getaddrinfo(void *userdata, const char *name, int family
 	return (int)count;
 }
 
-_public_ int net_resolve_rules(struct net *n, char *errbuf, size_t errlen)
+_public_ int net_resolve_rules(struct net *n, struct moat_error *e)
 {
 	struct net_ip ips[64];
+	char names[MOAT_ERROR_MSG_MAX] = "";
 	size_t used = 0;
 	int failed = 0;
 
-	if (errbuf && errlen > 0)
-		errbuf[0] = '\0';
 	for (size_t i = 0; i < n->n_rules; i++) {
 		const struct net_rule *r = &n->rules[i];
 		bool seen = false;
@@ -88,13 +88,15 @@ _public_ int net_resolve_rules(struct net *n, char *errbuf, size_t errlen)
 				continue;
 		}
 		failed++;
-		if (errbuf && used < errlen) {
-			int w = snprintf(errbuf + used, errlen - used, "%s%s: %s", used ? "; " : "",
-			                 r->name, k == 0 ? "no address" : k == -ENOENT ?
-			                 "no such name" : strerror(-k));
+		if (used < sizeof(names)) {
+			int w = snprintf(names + used, sizeof(names) - used, "%s%s: %s",
+			                 used ? "; " : "", r->name, k == 0 ? "no address" :
+			                 k == -ENOENT ? "no such name" : strerror(-k));
 			if (w > 0)
-				used = MIN(errlen, used + (size_t)w);
+				used = MIN(sizeof(names), used + (size_t)w);
 		}
 	}
+	if (failed)
+		moat_error_set(e, ENOENT, "%s", names);
 	return failed;
 }

@@ -7,28 +7,16 @@
 #include <ifaddrs.h>
 #include <jansson.h>
 #include <netinet/in.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "cleanup.h"
+#include "error.h"
 #include "hash.h"
 #include "macros.h"
 #include "net-internal.h"
-
-_printf_(3, 4) static int fail(char *errbuf, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (errbuf && errlen > 0) {
-		va_start(ap, fmt);
-		vsnprintf(errbuf, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
 
 _public_ int net_new(struct net **ret)
 {
@@ -147,8 +135,8 @@ static int parse_port(const char *s, size_t len, bool allow_zero, uint16_t *ret)
 	return 0;
 }
 
-static int parse_ports(const char *s, bool allow_zero, struct net_rule *r, char *errbuf,
-                       size_t errlen)
+static int parse_ports(const char *s, bool allow_zero, struct net_rule *r,
+                       struct moat_error *e)
 {
 	const char *dash;
 
@@ -168,14 +156,14 @@ static int parse_ports(const char *s, bool allow_zero, struct net_rule *r, char 
 	    parse_port(dash + 1, strlen(dash + 1), allow_zero, &r->port_hi) < 0)
 		goto bad;
 	if (r->port_lo > r->port_hi)
-		return fail(errbuf, errlen, "port range '%s' runs backwards", s);
+		return moat_error_set(e, EINVAL, "port range '%s' runs backwards", s);
 	return 0;
 bad:
-	return fail(errbuf, errlen, "bad port '%s': expected N, N-M or * with N in %d..65535", s,
-	            allow_zero ? 0 : 1);
+	return moat_error_set(e, EINVAL, "bad port '%s': expected N, N-M or * with N in %d..65535",
+	                      s, allow_zero ? 0 : 1);
 }
 
-static int parse_addr_host(const char *s, struct net_rule *r, char *errbuf, size_t errlen)
+static int parse_addr_host(const char *s, struct net_rule *r, struct moat_error *e)
 {
 	char buf[INET6_ADDRSTRLEN + 8];
 	const char *slash = strchr(s, '/');
@@ -183,20 +171,20 @@ static int parse_addr_host(const char *s, struct net_rule *r, char *errbuf, size
 	char *end;
 
 	if (strlen(s) >= sizeof(buf))
-		return fail(errbuf, errlen, "'%s' is not an IP address", s);
+		return moat_error_set(e, EINVAL, "'%s' is not an IP address", s);
 	memcpy(buf, s, strlen(s) + 1);
 	if (slash)
 		buf[slash - s] = '\0';
 	if (net__parse_ip(buf, &r->ip) < 0)
-		return fail(errbuf, errlen, "'%s' is not an IP address", buf);
+		return moat_error_set(e, EINVAL, "'%s' is not an IP address", buf);
 	r->prefix = net__ip_bits(&r->ip);
 	if (slash) {
 		errno = 0;
 		if (!isdigit((unsigned char)slash[1]))
-			return fail(errbuf, errlen, "bad prefix length in '%s'", s);
+			return moat_error_set(e, EINVAL, "bad prefix length in '%s'", s);
 		prefix = strtoul(slash + 1, &end, 10);
 		if (*end || errno || prefix > r->prefix)
-			return fail(errbuf, errlen, "bad prefix length in '%s': 0..%u", s, r->prefix);
+			return moat_error_set(e, EINVAL, "bad prefix length in '%s': 0..%u", s, r->prefix);
 		r->prefix = (unsigned)prefix;
 	}
 	net__normalize_prefix(&r->ip, &r->prefix);
@@ -214,7 +202,7 @@ static bool tld_is_numeric(const char *name)
 	return strspn(tld, "0123456789") == strlen(tld);
 }
 
-static int parse_name_host(const char *s, struct net_rule *r, char *errbuf, size_t errlen)
+static int parse_name_host(const char *s, struct net_rule *r, struct moat_error *e)
 {
 	char name[NET_DNS_NAME_MAX];
 
@@ -231,7 +219,7 @@ static int parse_name_host(const char *s, struct net_rule *r, char *errbuf, size
 	/* No top-level domain is all digits (RFC 3696 §2): such a "name" is a mistyped or
 	 * shorthand address (300.1.1.1, 127.1), which getaddrinfo might read as an IP. */
 	if (net__normalize_name(s, name, sizeof(name)) < 0 || tld_is_numeric(name))
-		return fail(errbuf, errlen,
+		return moat_error_set(e, EINVAL,
 		            "'%s' is not a host name, an IP address or '*.domain' (IPv6 with a port "
 		            "goes in brackets: [::1]:80)", s);
 	r->name = strdup(name);
@@ -289,7 +277,7 @@ static const char *parse_proto(const char *s, struct net_rule *r)
 	return s;
 }
 
-static int parse_dest(const char *arg, struct net_rule *r, char *errbuf, size_t errlen)
+static int parse_dest(const char *arg, struct net_rule *r, struct moat_error *e)
 {
 	_cleanup_free_ char *buf = NULL;
 	const char *s = parse_proto(arg, r);
@@ -305,15 +293,15 @@ static int parse_dest(const char *arg, struct net_rule *r, char *errbuf, size_t 
 		char *close = strchr(host, ']');
 
 		if (!close)
-			return fail(errbuf, errlen, "'%s': missing ']'", arg);
+			return moat_error_set(e, EINVAL, "'%s': missing ']'", arg);
 		*close = '\0';
 		host++;
 		if (close[1] == ':')
 			ports = close + 2;
 		else if (close[1] != '\0')
-			return fail(errbuf, errlen, "'%s': expected ':PORT' after ']'", arg);
+			return moat_error_set(e, EINVAL, "'%s': expected ':PORT' after ']'", arg);
 		if (!strchr(host, ':'))
-			return fail(errbuf, errlen, "'%s': brackets are for IPv6 addresses", arg);
+			return moat_error_set(e, EINVAL, "'%s': brackets are for IPv6 addresses", arg);
 	} else if ((colon = strchr(host, ':')) && strchr(colon + 1, ':')) {
 		/* Two colons or more and no brackets: a bare IPv6 address, every port. */
 	} else if (colon) {
@@ -322,8 +310,8 @@ static int parse_dest(const char *arg, struct net_rule *r, char *errbuf, size_t 
 	}
 
 	if (host[0] == '\0')
-		return fail(errbuf, errlen, "'%s': missing host", arg);
-	if (ports && parse_ports(ports, false, r, errbuf, errlen) < 0)
+		return moat_error_set(e, EINVAL, "'%s': missing host", arg);
+	if (ports && parse_ports(ports, false, r, e) < 0)
 		return -EINVAL;
 	if (!ports) {
 		r->port_lo = 0;
@@ -332,23 +320,23 @@ static int parse_dest(const char *arg, struct net_rule *r, char *errbuf, size_t 
 
 	if (net__parse_ip(host, &(struct net_ip){ 0 }) == 0 || strchr(host, '/') ||
 	    strchr(host, ':')) {
-		k = parse_addr_host(host, r, errbuf, errlen);
+		k = parse_addr_host(host, r, e);
 		if (k < 0)
 			return k;
 	} else {
-		k = parse_name_host(host, r, errbuf, errlen);
+		k = parse_name_host(host, r, e);
 		if (k < 0)
 			return k;
 		/* A name without a port is most likely a typo for NAME:PORT; say so. */
 		if (!ports)
-			return fail(errbuf, errlen, "'%s': a name needs ports, as in %s:443 or %s:*",
-			            arg, host, host);
+			return moat_error_set(e, EINVAL, "'%s': a name needs ports, as in %s:443 or %s:*",
+			                      arg, host, host);
 	}
 	return 0;
 }
 
 _public_ int net_add_directive(struct net *n, const char *word, const char *arg,
-                               const char *origin, char *errbuf, size_t errlen)
+                               const char *origin, struct moat_error *e)
 {
 	struct net_rule r = { 0 };
 	int k;
@@ -362,30 +350,30 @@ _public_ int net_add_directive(struct net *n, const char *word, const char *arg,
 	else
 		return -ENOENT;
 	if (n->finalized) {
-		fail(errbuf, errlen, "%s: the rules are frozen once the run starts", word);
-		return -EBUSY;
+		return moat_error_set(e, EBUSY, "%s: the rules are frozen once the run starts",
+		                      word);
 	}
 	if (!arg)
 		arg = "";
 	while (isspace((unsigned char)*arg))
 		arg++;
 	if (!*arg || strpbrk(arg, " \t\r\n"))
-		return fail(errbuf, errlen, "%s takes one destination, got '%s'", word, arg);
+		return moat_error_set(e, EINVAL, "%s takes one destination, got '%s'", word, arg);
 
 	if (r.kind == NET_RULE_BIND) {
 		const char *s = parse_proto(arg, &r);
 
 		r.host = NET_HOST_ANY;
-		k = parse_ports(s, true, &r, errbuf, errlen);
+		k = parse_ports(s, true, &r, e);
 	} else {
-		k = parse_dest(arg, &r, errbuf, errlen);
+		k = parse_dest(arg, &r, e);
 	}
-	if (k == -EINVAL && errbuf && errlen > 0) {
+	if (k == -EINVAL && e) {
 		/* prefix the message with the directive so the operator finds the line */
-		_cleanup_free_ char *msg = strdup(errbuf);
+		char msg[sizeof(e->msg)];
 
-		if (msg)
-			snprintf(errbuf, errlen, "%s %s: %s", word, arg, msg);
+		str_copy(msg, sizeof(msg), e->msg);
+		moat_error_set(e, EINVAL, "%s %s: %s", word, arg, msg);
 	}
 	if (k >= 0)
 		k = canonical_text(&r);
@@ -407,7 +395,8 @@ _public_ int net_add_directive(struct net *n, const char *word, const char *arg,
 	}
 	if (k < 0) {
 		rule_done(&r);
-		return k;
+		/* the parsers said why; an allocation that failed says it with its errno */
+		return k == -ENOMEM ? moat_error_errno(e, k) : k;
 	}
 	n->rules[n->n_rules++] = r;
 	return 0;
@@ -465,7 +454,7 @@ static int read_host_addrs(struct net *n)
 	return k;
 }
 
-_public_ int net_finalize(struct net *n, char *errbuf, size_t errlen)
+_public_ int net_finalize(struct net *n, struct moat_error *e)
 {
 	int k;
 
@@ -474,8 +463,8 @@ _public_ int net_finalize(struct net *n, char *errbuf, size_t errlen)
 	if (!n->host_addrs_set) {
 		k = read_host_addrs(n);
 		if (k < 0) {
-			fail(errbuf, errlen, "cannot list the host's addresses: %s", strerror(-k));
-			return k;
+			return moat_error_set(e, k, "cannot list the host's addresses: %s",
+			                      strerror(-k));
 		}
 	}
 	n->finalized = true;

@@ -7,6 +7,7 @@
 # the watch on sub/, which holds none, works and reports visible (control). Both modes.
 . "$MOAT_SRC/tests/lib/tap.sh"
 . "$MOAT_SRC/tests/live/vfs/lib.sh"
+. "$MOAT_SRC/tests/lib/inotify.sh"
 PY=/usr/bin/python3
 [ -x "$PY" ] || skip_all "needs $PY"
 
@@ -47,12 +48,7 @@ for mode in unnamespaced namespaced; do
 	make_workspace
 	echo v >"$W/sub/visible"
 	(cd "$W" && exec "$MOAT" run -q --mode "$mode" --timeout 30 -- "$PY" -c "$PROG" >"$TMP/out" 2>&1) &
-	pid=$!
-	for _ in $(seq 200); do [ -e "$W/ready" ] && break; sleep 0.05; done
-	echo more >>"$W/.env"
-	echo more >>"$W/sub/visible"
-	touch "$W/done"
-	wait $pid
+	inotify_provoke "$W" $! 200
 	out=$(cat "$TMP/out")
 	! echo "$out" | grep -q '\.env'
 	ok $? "$mode: no event names the hidden .env" "$out"

@@ -31,6 +31,7 @@
 
 #include "creds.h"
 #include "dispatch.h"
+#include "error.h"
 #include "log.h"
 #include "net.h"
 #include "sc.h"
@@ -227,7 +228,7 @@ static void same_file(int fd, const char *path)
 
 static int setup(void **state)
 {
-	char err[256];
+	struct moat_error err = { 0 };
 
 	(void)state;
 	moat_log_level = LOG_LEVEL_ERR;
@@ -240,11 +241,11 @@ static int setup(void **state)
 
 	assert_int_equal(vfs_new(NULL, &V), 0);
 	assert_int_equal(vfs_set_home(V, T), 0);
-	assert_int_equal(vfs_add_directive(V, "bind", T, "test", err, sizeof(err)), 0);
-	assert_int_equal(vfs_add_directive(V, "hide", "**/.env", "test", err, sizeof(err)), 0);
-	assert_int_equal(vfs_finalize(V, VFS_MODE_UNNAMESPACED, err, sizeof(err)), 0);
+	assert_int_equal(vfs_add_directive(V, "bind", T, "test", &err), 0);
+	assert_int_equal(vfs_add_directive(V, "hide", "**/.env", "test", &err), 0);
+	assert_int_equal(vfs_finalize(V, VFS_MODE_UNNAMESPACED, &err), 0);
 	assert_int_equal(net_new(&N), 0);
-	assert_int_equal(net_finalize(N, NULL, 0), 0);
+	assert_int_equal(net_finalize(N, NULL), 0);
 
 	pthread_mutex_init(&ctx.lock, NULL);
 	ctx.listener = -1;
@@ -400,7 +401,8 @@ static void test_connect_allowed(void **state)
 {
 	struct sockaddr_in sin;
 	socklen_t len = sizeof(sin);
-	char rule[64], err[256];
+	struct moat_error err = { 0 };
+	char rule[64];
 	struct net *n;
 	struct pollfd p;
 	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), fd;
@@ -413,8 +415,8 @@ static void test_connect_allowed(void **state)
 	assert_int_equal(getsockname(lfd, (struct sockaddr *)&sin, &len), 0);
 	snprintf(rule, sizeof(rule), "127.0.0.1:%u", ntohs(sin.sin_port));
 	assert_int_equal(net_new(&n), 0);
-	assert_int_equal(net_add_directive(n, "allow-net", rule, "test", err, sizeof(err)), 0);
-	assert_int_equal(net_finalize(n, NULL, 0), 0);
+	assert_int_equal(net_add_directive(n, "allow-net", rule, "test", &err), 0);
+	assert_int_equal(net_finalize(n, NULL), 0);
 	ctx.net = n;
 
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

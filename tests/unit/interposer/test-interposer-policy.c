@@ -49,37 +49,39 @@ static const char *write_policy(const char *content)
 	return p;
 }
 
-/* The calls with their struct moat_error's text in err, which the checks below read. */
-static int load_file(struct policy *p, const char *path, char *err, size_t errlen)
+/* The calls, each into a cleared struct moat_error that the checks below read: its text
+ * stays "" on success, and an error always comes with its errno. */
+static int load_file(struct policy *p, const char *path, struct moat_error *e)
 {
-	struct moat_error e = { 0 };
-	int r = policy_load_file(p, path, &e);
+	int r;
 
-	assert_int_equal(r < 0, e.err != 0);
-	snprintf(err, errlen, "%s", r < 0 ? moat_error_str(&e) : "");
+	*e = (struct moat_error){ 0 };
+	r = policy_load_file(p, path, e);
+	assert_int_equal(r < 0, e->err != 0);
+	assert_int_equal(r < 0 ? -r : 0, e->err);
 	return r;
 }
 
 static int apply_items(const struct policy *p, struct proc_map *pm, struct vfs **v, struct net **n,
-		 char *err, size_t errlen)
+		       struct moat_error *e)
 {
-	struct moat_error e = { 0 };
-	int r = policy_apply(p, proc_map_init(pm), v, n, &e);
+	int r;
 
-	assert_int_equal(r < 0, e.err != 0);
-	snprintf(err, errlen, "%s", r < 0 ? moat_error_str(&e) : "");
+	*e = (struct moat_error){ 0 };
+	r = policy_apply(p, proc_map_init(pm), v, n, e);
+	assert_int_equal(r < 0, e->err != 0);
+	assert_int_equal(r < 0 ? -r : 0, e->err);
 	return r;
 }
 
-static int load(const char *content, struct policy *p, char *err, size_t errlen,
+static int load(const char *content, struct policy *p, struct moat_error *e,
 		const char **ret_path)
 {
 	const char *path = write_policy(content);
 
 	if (ret_path)
 		*ret_path = path;
-	err[0] = '\0';
-	return load_file(p, path, err, errlen);
+	return load_file(p, path, e);
 }
 
 /* err must be exactly "PATH:LINE: msg". */
@@ -94,43 +96,44 @@ static void assert_error(const char *err, const char *path, int line, const char
 static void test_header_required(void **state)
 {
 	struct policy p = { 0 };
-	char err[512];
+	struct moat_error err = { 0 };
 	const char *path;
 
 	(void)state;
-	assert_int_equal(load("hide .env\n", &p, err, sizeof(err), &path), -EINVAL);
-	assert_error(err, path, 1, "a policy file starts with the line 'moat-policy 1'");
+	assert_int_equal(load("hide .env\n", &p, &err, &path), -EINVAL);
+	assert_error(err.msg, path, 1, "a policy file starts with the line 'moat-policy 1'");
 	policy_done(&p);
 
-	assert_int_equal(load("moat-policy 2\nhide .env\n", &p, err, sizeof(err), &path), -EINVAL);
-	assert_error(err, path, 1, "a policy file starts with the line 'moat-policy 1'");
+	assert_int_equal(load("moat-policy 2\nhide .env\n", &p, &err, &path), -EINVAL);
+	assert_error(err.msg, path, 1, "a policy file starts with the line 'moat-policy 1'");
 	policy_done(&p);
 
 	/* Comments and blank lines may come first; the error names the first real line. */
-	assert_int_equal(load("# a comment\n\n   \nmoat-policy1\n", &p, err, sizeof(err), &path),
+	assert_int_equal(load("# a comment\n\n   \nmoat-policy1\n", &p, &err, &path),
 			 -EINVAL);
-	assert_error(err, path, 4, "a policy file starts with the line 'moat-policy 1'");
+	assert_error(err.msg, path, 4, "a policy file starts with the line 'moat-policy 1'");
 	assert_int_equal(p.n, 0);
 	policy_done(&p);
 
 	/* An empty file or one with only comments has no header at all. */
-	assert_int_equal(load("", &p, err, sizeof(err), &path), -EINVAL);
-	assert_true(strncmp(err, path, strlen(path)) == 0);
-	assert_non_null(strstr(err, "moat-policy 1"));
-	assert_int_equal(load("# nothing\n\n", &p, err, sizeof(err), &path), -EINVAL);
-	assert_non_null(strstr(err, "empty policy"));
+	assert_int_equal(load("", &p, &err, &path), -EINVAL);
+	assert_true(strncmp(err.msg, path, strlen(path)) == 0);
+	assert_non_null(strstr(err.msg, "moat-policy 1"));
+	assert_int_equal(load("# nothing\n\n", &p, &err, &path), -EINVAL);
+	assert_non_null(strstr(err.msg, "empty policy"));
 	policy_done(&p);
 
 	/* A missing file says so with the path. */
-	assert_int_equal(load_file(&p, "/nonexistent/moat/x.moat", err, sizeof(err)),
+	assert_int_equal(load_file(&p, "/nonexistent/moat/x.moat", &err),
 			 -ENOENT);
-	assert_string_equal(err, "/nonexistent/moat/x.moat: No such file or directory");
+	assert_string_equal(err.msg, "/nonexistent/moat/x.moat: No such file or directory");
 }
 
 static void test_comments_blanks_and_items(void **state)
 {
 	struct policy p = { 0 };
-	char err[512], origin[256];
+	struct moat_error err = { 0 };
+	char origin[256];
 	const char *path;
 
 	(void)state;
@@ -143,9 +146,9 @@ static void test_comments_blanks_and_items(void **state)
 			      "   deny\t/etc/shadow   \n"
 			      "allow-net 127.0.0.1:8080\n"
 			      "chdir\n",
-			      &p, err, sizeof(err), &path),
+			      &p, &err, &path),
 			 0);
-	assert_string_equal(err, "");
+	assert_string_equal(err.msg, "");
 	assert_int_equal(p.n, 4);
 	assert_string_equal(p.items[0].word, "hide");
 	assert_string_equal(p.items[0].arg, ".env");
@@ -164,7 +167,7 @@ static void test_comments_blanks_and_items(void **state)
 	assert_false(p.profile_none);
 
 	/* A second file appends to the same policy. */
-	assert_int_equal(load("moat-policy 1\nhide *.pem\n", &p, err, sizeof(err), &path), 0);
+	assert_int_equal(load("moat-policy 1\nhide *.pem\n", &p, &err, &path), 0);
 	assert_int_equal(p.n, 5);
 	assert_string_equal(p.items[4].arg, "*.pem");
 	policy_done(&p);
@@ -175,22 +178,22 @@ static void test_comments_blanks_and_items(void **state)
 static void test_profile(void **state)
 {
 	struct policy p = { 0 };
-	char err[512];
+	struct moat_error err = { 0 };
 	const char *path;
 
 	(void)state;
-	assert_int_equal(load("moat-policy 1\nprofile none\n", &p, err, sizeof(err), NULL), 0);
+	assert_int_equal(load("moat-policy 1\nprofile none\n", &p, &err, NULL), 0);
 	assert_true(p.profile_none);
 	/* Later wins. */
-	assert_int_equal(load("moat-policy 1\nprofile default\n", &p, err, sizeof(err), NULL), 0);
+	assert_int_equal(load("moat-policy 1\nprofile default\n", &p, &err, NULL), 0);
 	assert_false(p.profile_none);
-	assert_int_equal(load("moat-policy 1\n\nprofile none\n", &p, err, sizeof(err), NULL), 0);
+	assert_int_equal(load("moat-policy 1\n\nprofile none\n", &p, &err, NULL), 0);
 	assert_true(p.profile_none);
 	assert_int_equal(p.n, 3);
 
-	assert_int_equal(load("moat-policy 1\nhide x\nprofile strict\n", &p, err, sizeof(err), &path),
+	assert_int_equal(load("moat-policy 1\nhide x\nprofile strict\n", &p, &err, &path),
 			 -EINVAL);
-	assert_error(err, path, 3, "profile is 'default' or 'none', not 'strict'");
+	assert_error(err.msg, path, 3, "profile is 'default' or 'none', not 'strict'");
 	assert_true(p.profile_none); /* unchanged by the bad line */
 	policy_done(&p);
 }
@@ -226,12 +229,12 @@ static bool in_use_is_exact(void)
 static void test_bad_profile_leaks_nothing(void **state)
 {
 	struct policy p = { 0 };
-	char err[512];
+	struct moat_error err = { 0 };
 	const char *path = write_policy("moat-policy 1\nprofile strict\n");
 
 	(void)state;
 #ifdef UNDER_ASAN
-	assert_int_equal(load_file(&p, path, err, sizeof(err)), -EINVAL);
+	assert_int_equal(load_file(&p, path, &err), -EINVAL);
 	policy_done(&p);
 	assert_int_equal(__lsan_do_recoverable_leak_check(), 0);
 #else
@@ -240,23 +243,23 @@ static void test_bad_profile_leaks_nothing(void **state)
 	if (!in_use_is_exact())
 		skip(); /* GLIBC_TUNABLES could not switch the tcache off */
 	/* Warm up: stdio, strerror and friends may allocate once. */
-	assert_int_equal(load_file(&p, path, err, sizeof(err)), -EINVAL);
+	assert_int_equal(load_file(&p, path, &err), -EINVAL);
 	policy_done(&p);
 
 	/* Control: a good policy file and policy_done() leave in_use() where it was. */
 	{
 		const char *good = write_policy("moat-policy 1\nprofile none\nhide .env\n");
 
-		assert_int_equal(load_file(&p, good, err, sizeof(err)), 0);
+		assert_int_equal(load_file(&p, good, &err), 0);
 		policy_done(&p);
 		before = in_use();
-		assert_int_equal(load_file(&p, good, err, sizeof(err)), 0);
+		assert_int_equal(load_file(&p, good, &err), 0);
 		policy_done(&p);
 		assert_int_equal(in_use(), before);
 	}
 
 	before = in_use();
-	assert_int_equal(load_file(&p, path, err, sizeof(err)), -EINVAL);
+	assert_int_equal(load_file(&p, path, &err), -EINVAL);
 	policy_done(&p);
 	if (in_use() != before)
 		fail_msg("policy_load_file + policy_done leaked %zu bytes on 'profile strict'",
@@ -275,7 +278,7 @@ static void test_bad_profile_leaks_nothing(void **state)
 static void test_long_line(void **state)
 {
 	struct policy p = { 0 };
-	char err[512];
+	struct moat_error err = { 0 };
 	const char *path;
 	size_t max = 8190; /* line[8192] minus newline and NUL */
 	char *s = malloc(max + 64);
@@ -287,7 +290,7 @@ static void test_long_line(void **state)
 	memset(s + strlen(s), 'a', max - 5);
 	strcpy(s + 14 + max, "\n");
 	assert_int_equal(strlen(s), 14 + max + 1);
-	assert_int_equal(load(s, &p, err, sizeof(err), &path), 0);
+	assert_int_equal(load(s, &p, &err, &path), 0);
 	assert_int_equal(p.n, 1);
 	assert_int_equal(strlen(p.items[0].arg), max - 5);
 	policy_done(&p);
@@ -296,16 +299,16 @@ static void test_long_line(void **state)
 	strcpy(s, "moat-policy 1\nhide ");
 	memset(s + strlen(s), 'a', max - 4);
 	strcpy(s + 14 + max + 1, "\nhide b\n");
-	assert_int_equal(load(s, &p, err, sizeof(err), &path), -EINVAL);
-	assert_error(err, path, 2, "line longer than 8190 bytes");
+	assert_int_equal(load(s, &p, &err, &path), -EINVAL);
+	assert_error(err.msg, path, 2, "line longer than 8190 bytes");
 	policy_done(&p);
 
 	/* A long line on the last line without a newline is still too long. */
 	strcpy(s, "moat-policy 1\n#");
 	memset(s + strlen(s), 'c', max + 20);
 	s[14 + 1 + max + 20] = '\0';
-	assert_int_equal(load(s, &p, err, sizeof(err), &path), -EINVAL);
-	assert_error(err, path, 2, "line longer than 8190 bytes");
+	assert_int_equal(load(s, &p, &err, &path), -EINVAL);
+	assert_error(err.msg, path, 2, "line longer than 8190 bytes");
 	policy_done(&p);
 	free(s);
 }
@@ -314,16 +317,16 @@ static void test_long_line(void **state)
 
 static struct proc_map pm;
 
-static int apply(const char *content, struct vfs **v, struct net **n, char *err, size_t errlen,
+static int apply(const char *content, struct vfs **v, struct net **n, struct moat_error *e,
 		 const char **ret_path)
 {
 	struct policy p = { 0 };
-	int r = load(content, &p, err, errlen, ret_path);
+	int r = load(content, &p, e, ret_path);
 
 	assert_int_equal(r, 0);
 	*v = NULL;
 	*n = NULL;
-	r = apply_items(&p, &pm, v, n, err, errlen);
+	r = apply_items(&p, &pm, v, n, e);
 	policy_done(&p);
 	return r;
 }
@@ -334,7 +337,7 @@ static void test_apply_ok(void **state)
 {
 	struct vfs *v;
 	struct net *n;
-	char err[512] = "";
+	struct moat_error err = { 0 };
 
 	(void)state;
 	assert_int_equal(apply(BASE "ro-bind /usr\n"
@@ -345,7 +348,7 @@ static void test_apply_ok(void **state)
 				    "allow-net 127.0.0.1:8080\n"
 				    "deny-net 10.0.0.0/8\n"
 				    "allow-bind tcp:8000-8100\n",
-			       &v, &n, err, sizeof(err), NULL),
+			       &v, &n, &err, NULL),
 			 0);
 	assert_non_null(v);
 	assert_non_null(n);
@@ -357,13 +360,13 @@ static void test_apply_unknown_directive(void **state)
 {
 	struct vfs *v;
 	struct net *n;
-	char err[512];
+	struct moat_error err = { 0 };
 	const char *path;
 
 	(void)state;
 	/* Lines: 1 header, 2 profile, 3 hide, 4 blank, 5 the unknown word. */
-	assert_true(apply(BASE "hide .env\n\nx 1 2 3\nhide .b\n", &v, &n, err, sizeof(err), &path) < 0);
-	assert_error(err, path, 5, "unknown directive 'x'");
+	assert_true(apply(BASE "hide .env\n\nx 1 2 3\nhide .b\n", &v, &n, &err, &path) < 0);
+	assert_error(err.msg, path, 5, "unknown directive 'x'");
 	assert_null(v);
 	assert_null(n);
 
@@ -375,8 +378,8 @@ static void test_apply_unknown_directive(void **state)
 		assert_int_equal(policy_add(&p, "frobnicate", "/x", "--frobnicate"), 0);
 		v = NULL;
 		n = NULL;
-		assert_true(apply_items(&p, &pm, &v, &n, err, sizeof(err)) < 0);
-		assert_string_equal(err, "--frobnicate: unknown directive 'frobnicate'");
+		assert_true(apply_items(&p, &pm, &v, &n, &err) < 0);
+		assert_string_equal(err.msg, "--frobnicate: unknown directive 'frobnicate'");
 		assert_null(v);
 		policy_done(&p);
 	}
@@ -386,30 +389,31 @@ static void test_apply_bad_argument_names_origin(void **state)
 {
 	struct vfs *v;
 	struct net *n;
-	char err[512], want[512];
+	struct moat_error err = { 0 };
+	char want[512];
 	const char *path;
 
 	(void)state;
 	/* net: a name without ports. */
-	assert_int_equal(apply(BASE "hide .env\nallow-net example.com\n", &v, &n, err, sizeof(err),
+	assert_int_equal(apply(BASE "hide .env\nallow-net example.com\n", &v, &n, &err,
 			       &path),
 			 -EINVAL);
 	snprintf(want, sizeof(want), "%s:4: allow-net example.com: ", path);
-	assert_true(strncmp(err, want, strlen(want)) == 0);
-	assert_non_null(strstr(err, "a name needs ports"));
+	assert_true(strncmp(err.msg, want, strlen(want)) == 0);
+	assert_non_null(strstr(err.msg, "a name needs ports"));
 	/* Only one origin prefix. */
-	assert_null(strstr(err + strlen(path), path));
+	assert_null(strstr(err.msg + strlen(path), path));
 
 	/* net: a bad port. */
-	assert_int_equal(apply(BASE "allow-net 127.0.0.1:70000\n", &v, &n, err, sizeof(err), &path),
+	assert_int_equal(apply(BASE "allow-net 127.0.0.1:70000\n", &v, &n, &err, &path),
 			 -EINVAL);
 	snprintf(want, sizeof(want), "%s:3: ", path);
-	assert_true(strncmp(err, want, strlen(want)) == 0);
-	assert_non_null(strstr(err, "bad port '70000'"));
+	assert_true(strncmp(err.msg, want, strlen(want)) == 0);
+	assert_non_null(strstr(err.msg, "bad port '70000'"));
 
 	/* vfs: a tmpfs without a destination. */
-	assert_int_equal(apply(BASE "tmpfs\n", &v, &n, err, sizeof(err), &path), -EINVAL);
-	assert_error(err, path, 3, "tmpfs: missing DST");
+	assert_int_equal(apply(BASE "tmpfs\n", &v, &n, &err, &path), -EINVAL);
+	assert_error(err.msg, path, 3, "tmpfs: missing DST");
 }
 
 /* Canonical JSON of the policy file at path (net rules carry their origin, FILE:LINE:
@@ -419,10 +423,10 @@ static void canon(const char *path, char hash[65], char **json)
 	struct policy p = { 0 };
 	struct vfs *v = NULL;
 	struct net *n = NULL;
-	char err[512] = "";
+	struct moat_error err = { 0 };
 
-	assert_int_equal(load_file(&p, path, err, sizeof(err)), 0);
-	assert_int_equal(apply_items(&p, &pm, &v, &n, err, sizeof(err)), 0);
+	assert_int_equal(load_file(&p, path, &err), 0);
+	assert_int_equal(apply_items(&p, &pm, &v, &n, &err), 0);
 	policy_done(&p);
 	assert_int_equal(policy_canonical(v, n, json, hash), 0);
 	assert_int_equal(strlen(hash), 64);

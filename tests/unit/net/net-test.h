@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "error.h"
 #include "net.h"
 
 /* "1.2.3.4:80" or "[::1]:80" -> sockaddr; returns its length, 0 on a typo in the test. */
@@ -67,7 +68,8 @@ static inline struct net_ip test_ip(const char *s)
  */
 static inline int test_load(struct net *n, const char *rules, const char *pins)
 {
-	char buf[1024], err[256];
+	struct moat_error err = { 0 };
+	char buf[1024];
 	char *save = NULL, *tok;
 	int k;
 
@@ -78,9 +80,9 @@ static inline int test_load(struct net *n, const char *rules, const char *pins)
 		if (sscanf(tok, " %31s %255s", word, arg) != 2)
 			return -EINVAL;
 		snprintf(origin, sizeof(origin), "--%s", word);
-		k = net_add_directive(n, word, arg, origin, err, sizeof(err));
+		k = net_add_directive(n, word, arg, origin, &err);
 		if (k < 0) {
-			fprintf(stderr, "# %s: %s\n", tok, err);
+			fprintf(stderr, "# %s: %s\n", tok, err.msg);
 			return k;
 		}
 	}

@@ -161,7 +161,7 @@ static void check_row(void **state)
 	assert_int_equal(net_new(&n), 0);
 	assert_int_equal(net_set_host_addrs(n, &host, 1), 0);
 	assert_int_equal(test_load(n, r->rules, r->pins), 0);
-	assert_int_equal(net_finalize(n, NULL, 0), 0);
+	assert_int_equal(net_finalize(n, NULL), 0);
 	len = test_sockaddr(r->dest, &ss);
 	assert_true(len > 0);
 
@@ -184,7 +184,7 @@ static void test_bad_sockaddr(void **state)
 	socklen_t len;
 
 	assert_int_equal(net_new(&n), 0);
-	assert_int_equal(net_finalize(n, NULL, 0), 0);
+	assert_int_equal(net_finalize(n, NULL), 0);
 	assert_int_equal(net_decide(n, (struct sockaddr *)&un, sizeof(un), TCP, &v),
 	                 -EAFNOSUPPORT);
 	len = test_sockaddr("127.0.0.1:80", &ss);
@@ -206,7 +206,7 @@ static void test_verdict_addr(void **state)
 	socklen_t len;
 
 	assert_int_equal(net_new(&n), 0);
-	assert_int_equal(net_finalize(n, NULL, 0), 0);
+	assert_int_equal(net_finalize(n, NULL), 0);
 	len = test_sockaddr("[::ffff:10.1.2.3]:8443", &ss);
 	net_decide(n, (struct sockaddr *)&ss, len, TCP, &v);
 	assert_string_equal(v.addr, "10.1.2.3:8443");
@@ -227,7 +227,7 @@ static void test_bind(void **state)
 
 	assert_int_equal(net_new(&n), 0);
 	assert_int_equal(test_load(n, "allow-bind 8000-8100; allow-bind udp:0", NULL), 0);
-	assert_int_equal(net_finalize(n, NULL, 0), 0);
+	assert_int_equal(net_finalize(n, NULL), 0);
 	len = test_sockaddr("0.0.0.0:8080", &ss);
 	assert_int_equal(net_decide_bind(n, (struct sockaddr *)&ss, len, TCP, &v), 0);
 	assert_string_equal(v.rule, "allow-bind 8000-8100 (--allow-bind)");

@@ -103,7 +103,7 @@ static struct net *new_net(const char *rules, struct fake *f)
 		net_set_lookup(n, fake_lookup, f);
 	assert_int_equal(test_load(n, rules, NULL), 0);
 	assert_int_equal(net_set_host_addrs(n, NULL, 0), 0);
-	assert_int_equal(net_finalize(n, NULL, 0), 0);
+	assert_int_equal(net_finalize(n, NULL), 0);
 	return n;
 }
 

@@ -11,20 +11,19 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "error.h"
 #include "net-test.h"
 
 #define streq(a, b) (strcmp((a), (b)) == 0)
 
 /* One directive into a fresh net; returns its result and the message. */
-static int add_one(const char *word, const char *arg, char *err, size_t errlen)
+static int add_one(const char *word, const char *arg, struct moat_error *err)
 {
 	struct net *n = NULL;
 	int k;
 
 	assert_int_equal(net_new(&n), 0);
-	if (err && errlen > 0)
-		err[0] = '\0';
-	k = net_add_directive(n, word, arg, "policy.moat:3", err, errlen);
+	k = net_add_directive(n, word, arg, "policy.moat:3", err);
 	net_free(n);
 	return k;
 }
@@ -64,57 +63,55 @@ static const struct bad bad_rows[] = {
 
 static void test_bad_directives(void **state)
 {
-	char err[256];
-
 	for (size_t i = 0; i < sizeof(bad_rows) / sizeof(bad_rows[0]); i++) {
 		const struct bad *b = &bad_rows[i];
-		int k = add_one(b->word, b->arg, err, sizeof(err));
+		struct moat_error err = { 0 };
+		int k = add_one(b->word, b->arg, &err);
 
-		if (k != -EINVAL || !strstr(err, b->msg))
-			print_error("%s '%s' -> %d '%s', want '%s'\n", b->word, b->arg, k, err, b->msg);
+		if (k != -EINVAL || !strstr(err.msg, b->msg))
+			print_error("%s '%s' -> %d '%s', want '%s'\n", b->word, b->arg, k, err.msg,
+			            b->msg);
 		assert_int_equal(k, -EINVAL);
-		assert_non_null(strstr(err, b->msg));
+		assert_int_equal(err.err, EINVAL);
+		assert_non_null(strstr(err.msg, b->msg));
 	}
 }
 
 static void test_message_names_directive(void **state)
 {
-	char err[256];
+	struct moat_error err = { 0 };
 
-	assert_int_equal(add_one("allow-net", "127.0.0.1:99999", err, sizeof(err)), -EINVAL);
-	assert_string_equal(err, "allow-net 127.0.0.1:99999: bad port '99999': expected N, N-M or "
-	                         "* with N in 1..65535");
-	/* a tiny buffer is truncated, never overrun */
-	assert_int_equal(add_one("allow-net", "127.0.0.1:99999", err, 8), -EINVAL);
-	assert_int_equal(strlen(err), 7);
-	/* no buffer at all is fine too */
-	assert_int_equal(add_one("allow-net", "127.0.0.1:99999", NULL, 0), -EINVAL);
+	assert_int_equal(add_one("allow-net", "127.0.0.1:99999", &err), -EINVAL);
+	assert_string_equal(moat_error_str(&err), "allow-net 127.0.0.1:99999: bad port '99999': "
+	                                          "expected N, N-M or * with N in 1..65535");
+	/* no error struct at all is fine too: the errno alone */
+	assert_int_equal(add_one("allow-net", "127.0.0.1:99999", NULL), -EINVAL);
 }
 
 static void test_unknown_word(void **state)
 {
-	char err[64] = "untouched";
+	struct moat_error err = { .err = 0, .msg = "untouched" };
 	struct net *n = NULL;
 
 	assert_int_equal(net_new(&n), 0);
-	assert_int_equal(net_add_directive(n, "ro-bind", "/usr", "x", err, sizeof(err)), -ENOENT);
-	assert_int_equal(net_add_directive(n, "allow-netx", "1.2.3.4", "x", err, sizeof(err)),
-	                 -ENOENT);
-	assert_string_equal(err, "untouched");
+	assert_int_equal(net_add_directive(n, "ro-bind", "/usr", "x", &err), -ENOENT);
+	assert_int_equal(net_add_directive(n, "allow-netx", "1.2.3.4", "x", &err), -ENOENT);
+	assert_int_equal(err.err, 0);
+	assert_string_equal(err.msg, "untouched");
 	net_free(n);
 }
 
 static void test_frozen(void **state)
 {
-	char err[128];
+	struct moat_error err = { 0 };
 	struct net *n = NULL;
 
 	assert_int_equal(net_new(&n), 0);
 	assert_int_equal(net_set_host_addrs(n, NULL, 0), 0);
-	assert_int_equal(net_finalize(n, err, sizeof(err)), 0);
-	assert_int_equal(net_add_directive(n, "allow-net", "1.2.3.4", "x", err, sizeof(err)),
-	                 -EBUSY);
-	assert_non_null(strstr(err, "frozen"));
+	assert_int_equal(net_finalize(n, &err), 0);
+	assert_int_equal(net_add_directive(n, "allow-net", "1.2.3.4", "x", &err), -EBUSY);
+	assert_int_equal(err.err, EBUSY);
+	assert_non_null(strstr(err.msg, "frozen"));
 	net_free(n);
 	assert_null(net_free(NULL));
 }
@@ -161,15 +158,15 @@ static void test_good_directives(void **state)
 	for (size_t i = 0; i < sizeof(good_rows) / sizeof(good_rows[0]); i++) {
 		const struct good *g = &good_rows[i];
 		struct net *n = NULL;
-		char err[256] = "";
+		struct moat_error err = { 0 };
 		json_t *j, *arr, *o;
 
 		int k;
 
 		assert_int_equal(net_new(&n), 0);
-		k = net_add_directive(n, g->word, g->arg, "cli", err, sizeof(err));
+		k = net_add_directive(n, g->word, g->arg, "cli", &err);
 		if (k != 0)
-			print_error("%s '%s': %s\n", g->word, g->arg, err);
+			print_error("%s '%s': %s\n", g->word, g->arg, moat_error_str(&err));
 		assert_int_equal(k, 0);
 		j = net_to_json(n);
 		assert_non_null(j);
@@ -270,7 +267,7 @@ static void test_resolve_rules(void **state)
 	struct net *n = NULL;
 	struct fake f = { 0 };
 	struct sockaddr_storage ss;
-	char err[256];
+	struct moat_error err = { 0 };
 	socklen_t len;
 
 	assert_int_equal(net_new(&n), 0);
@@ -279,9 +276,9 @@ static void test_resolve_rules(void **state)
 	                              "allow-net *.wild.example:443; allow-net missing.example:1;"
 	                              "allow-net 192.0.2.99", NULL), 0);
 	assert_int_equal(net_set_host_addrs(n, NULL, 0), 0);
-	assert_int_equal(net_finalize(n, NULL, 0), 0);
-	assert_int_equal(net_resolve_rules(n, err, sizeof(err)), 1);
-	assert_string_equal(err, "missing.example: no such name");
+	assert_int_equal(net_finalize(n, NULL), 0);
+	assert_int_equal(net_resolve_rules(n, &err), 1);
+	assert_string_equal(err.msg, "missing.example: no such name");
 	/* exact names only, each once; wildcards and addresses are never looked up */
 	assert_int_equal(f.calls, 2);
 
@@ -301,15 +298,15 @@ static void test_resolve_localhost(void **state)
 	struct net *n = NULL;
 	struct sockaddr_storage ss;
 	struct net_verdict v;
-	char err[256];
+	struct moat_error err = { 0 };
 	socklen_t len;
 
 	assert_int_equal(net_new(&n), 0);
 	assert_int_equal(test_load(n, "allow-net localhost:8080; allow-net example.invalid:443",
 	                           NULL), 0);
-	assert_int_equal(net_finalize(n, err, sizeof(err)), 0);
-	assert_int_equal(net_resolve_rules(n, err, sizeof(err)), 1);
-	assert_non_null(strstr(err, "example.invalid"));
+	assert_int_equal(net_finalize(n, &err), 0);
+	assert_int_equal(net_resolve_rules(n, &err), 1);
+	assert_non_null(strstr(err.msg, "example.invalid"));
 	len = test_sockaddr("127.0.0.1:8080", &ss);
 	assert_int_equal(net_decide(n, (struct sockaddr *)&ss, len, SOCK_STREAM, &v), 0);
 	assert_string_equal(v.rule, "allow-net localhost:8080 (--allow-net)");
@@ -362,7 +359,7 @@ static void test_finalize_ifaddrs(void **state)
 
 	assert_int_equal(net_new(&n), 0);
 	assert_int_equal(test_load(n, "allow-net *:80", NULL), 0);
-	assert_int_equal(net_finalize(n, NULL, 0), 0);
+	assert_int_equal(net_finalize(n, NULL), 0);
 	len = test_sockaddr("127.0.0.1:80", &ss);
 	assert_int_equal(net_decide(n, (struct sockaddr *)&ss, len, SOCK_STREAM, &v), -EACCES);
 	net_free(n);

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "error.h"
 #include "macros.h"
 #include "oci.h"
 #include "sc.h"
@@ -44,14 +45,14 @@ static const char *action_of(json_t *config, const char *name, bool *ret_conditi
 
 static json_t *merged(const char *profile)
 {
-	char err[256] = "";
+	struct moat_error err = { 0 };
 	json_t *c = json_pack("{s:{s:o}}", "linux", "seccomp",
 			      profile ? json_loads(profile, 0, NULL) : json_object());
 
 	assert_non_null(c);
 	if (!profile)
 		json_object_del(json_object_get(c, "linux"), "seccomp");
-	assert_int_equal(oci_seccomp_merge(c, "/run/x.sock", err, sizeof(err)), 0);
+	assert_int_equal(oci_seccomp_merge(c, "/run/x.sock", &err), 0);
 	return c;
 }
 
@@ -120,11 +121,11 @@ static void test_existing_listener_refused(void **state)
 {
 	json_t *c = json_pack("{s:{s:{s:s,s:s}}}", "linux", "seccomp", "defaultAction",
 			      "SCMP_ACT_ALLOW", "listenerPath", "/other.sock");
-	char err[256] = "";
+	struct moat_error err = { 0 };
 
 	(void)state;
-	assert_int_equal(oci_seccomp_merge(c, "/run/x.sock", err, sizeof(err)), -EEXIST);
-	assert_non_null(strstr(err, "listenerPath"));
+	assert_int_equal(oci_seccomp_merge(c, "/run/x.sock", &err), -EEXIST);
+	assert_non_null(strstr(err.msg, "listenerPath"));
 	json_decref(c);
 }
 
@@ -193,11 +194,11 @@ static void test_conditional_refusal_refused(void **state)
 					 "{\"names\":[\"openat\"],\"action\":\"SCMP_ACT_ERRNO\","
 					 "\"args\":[{\"index\":2,\"value\":64,\"op\":"
 					 "\"SCMP_CMP_MASKED_EQ\",\"valueTwo\":64}]}]}", 0, NULL));
-	char err[256] = "";
+	struct moat_error err = { 0 };
 
 	(void)state;
-	assert_int_equal(oci_seccomp_merge(c, "/run/x.sock", err, sizeof(err)), -EINVAL);
-	assert_non_null(strstr(err, "openat"));
+	assert_int_equal(oci_seccomp_merge(c, "/run/x.sock", &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "openat"));
 	json_decref(c);
 }
 

@@ -25,6 +25,7 @@
 
 #include <cmocka.h>
 
+#include "error.h"
 #include "vfs.h"
 
 static char T[256];
@@ -126,20 +127,20 @@ static int teardown_tree(void **state)
 static struct vfs *make_vfs(void)
 {
 	struct vfs *v;
-	char a[PATH_MAX * 2], err[256];
+	struct moat_error err = { 0 };
+	char a[PATH_MAX * 2];
 
 	assert_int_equal(vfs_new(NULL, &v), 0);
 	snprintf(a, sizeof(a), "%s/ro:/ro", T);
-	assert_int_equal(vfs_add_directive(v, "ro-bind", a, "test", err, sizeof(err)), 0);
+	assert_int_equal(vfs_add_directive(v, "ro-bind", a, "test", &err), 0);
 	snprintf(a, sizeof(a), "%s/ro:/alias", T);
-	assert_int_equal(vfs_add_directive(v, "bind", a, "test", err, sizeof(err)), 0);
+	assert_int_equal(vfs_add_directive(v, "bind", a, "test", &err), 0);
 	snprintf(a, sizeof(a), "%s/rw:/rw", T);
-	assert_int_equal(vfs_add_directive(v, "bind", a, "test", err, sizeof(err)), 0);
-	assert_int_equal(vfs_add_directive(v, "hide", "/ro/a/hidden", "test", err, sizeof(err)),
+	assert_int_equal(vfs_add_directive(v, "bind", a, "test", &err), 0);
+	assert_int_equal(vfs_add_directive(v, "hide", "/ro/a/hidden", "test", &err),
 	                 0);
-	assert_int_equal(vfs_add_directive(v, "hide", "/alias/a/hidden", "test", err,
-	                                   sizeof(err)), 0);
-	assert_int_equal(vfs_finalize(v, VFS_MODE_NAMESPACED, err, sizeof(err)), 0);
+	assert_int_equal(vfs_add_directive(v, "hide", "/alias/a/hidden", "test", &err), 0);
+	assert_int_equal(vfs_finalize(v, VFS_MODE_NAMESPACED, &err), 0);
 	return v;
 }
 

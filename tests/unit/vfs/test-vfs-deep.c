@@ -25,6 +25,7 @@
 
 #include <cmocka.h>
 
+#include "error.h"
 #include "vfs.h"
 
 #define DEPTH 45
@@ -107,13 +108,13 @@ static int teardown(void **state)
 static struct vfs *make_vfs(void)
 {
 	struct vfs *v;
-	char err[256];
+	struct moat_error err = { 0 };
 
 	assert_int_equal(vfs_new(NULL, &v), 0);
-	assert_int_equal(vfs_add_directive(v, "bind", ws, "test", err, sizeof(err)), 0);
-	assert_int_equal(vfs_add_directive(v, "hide", "**/.env", "test", err, sizeof(err)), 0);
-	assert_int_equal(vfs_add_directive(v, "hide", "**/vault", "test", err, sizeof(err)), 0);
-	assert_int_equal(vfs_finalize(v, VFS_MODE_UNNAMESPACED, err, sizeof(err)), 0);
+	assert_int_equal(vfs_add_directive(v, "bind", ws, "test", &err), 0);
+	assert_int_equal(vfs_add_directive(v, "hide", "**/.env", "test", &err), 0);
+	assert_int_equal(vfs_add_directive(v, "hide", "**/vault", "test", &err), 0);
+	assert_int_equal(vfs_finalize(v, VFS_MODE_UNNAMESPACED, &err), 0);
 	return v;
 }
 

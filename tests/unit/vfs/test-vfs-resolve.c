@@ -28,6 +28,7 @@
 
 #include <cmocka.h>
 
+#include "error.h"
 #include "vfs.h"
 
 static char T[PATH_MAX];
@@ -356,11 +357,11 @@ static const struct row ns_rows[] = {
 
 static void add(struct vfs *v, const char *word, const char *arg)
 {
-	char err[256];
-	int r = vfs_add_directive(v, word, arg, "test", err, sizeof(err));
+	struct moat_error err = { 0 };
+	int r = vfs_add_directive(v, word, arg, "test", &err);
 
 	if (r < 0)
-		print_error("%s %s: %s\n", word, arg, err);
+		print_error("%s %s: %s\n", word, arg, err.msg);
 	assert_int_equal(r, 0);
 }
 
@@ -432,7 +433,8 @@ static void make_chain(void)
 static void test_unnamespaced(void **state)
 {
 	struct vfs *v;
-	char ws[PATH_MAX], a[PATH_MAX * 2], err[256];
+	struct moat_error err = { 0 };
+	char ws[PATH_MAX], a[PATH_MAX * 2];
 
 	(void)state;
 	make_chain();
@@ -452,7 +454,7 @@ static void test_unnamespaced(void **state)
 	add(v, "hide", a);
 	snprintf(a, sizeof(a), "%s/deny", ws);
 	add(v, "deny", a);
-	assert_int_equal(vfs_finalize(v, VFS_MODE_UNNAMESPACED, err, sizeof(err)), 0);
+	assert_int_equal(vfs_finalize(v, VFS_MODE_UNNAMESPACED, &err), 0);
 	run_rows(v, ws, common_rows, sizeof(common_rows) / sizeof(common_rows[0]));
 	run_rows(v, ws, unns_rows, sizeof(unns_rows) / sizeof(unns_rows[0]));
 	run_long(v, ws);
@@ -462,7 +464,8 @@ static void test_unnamespaced(void **state)
 static void test_namespaced(void **state)
 {
 	struct vfs *v;
-	char a[PATH_MAX * 2], err[256];
+	struct moat_error err = { 0 };
+	char a[PATH_MAX * 2];
 
 	(void)state;
 	make_chain();
@@ -482,7 +485,7 @@ static void test_namespaced(void **state)
 	add(v, "hide", "~/tilde.txt");
 	add(v, "hide", "/ws/star/*.log");
 	add(v, "deny", "/ws/deny");
-	assert_int_equal(vfs_finalize(v, VFS_MODE_NAMESPACED, err, sizeof(err)), 0);
+	assert_int_equal(vfs_finalize(v, VFS_MODE_NAMESPACED, &err), 0);
 	run_rows(v, "/ws", common_rows, sizeof(common_rows) / sizeof(common_rows[0]));
 	run_rows(v, "/ws", ns_rows, sizeof(ns_rows) / sizeof(ns_rows[0]));
 	run_long(v, "/ws");

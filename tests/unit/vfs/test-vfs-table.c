@@ -22,6 +22,7 @@
 #include <jansson.h>
 #include <sodium.h>
 
+#include "error.h"
 #include "macros.h"
 #include "vfs-internal.h"
 
@@ -99,11 +100,11 @@ static char *tp(const char *rel)
 
 static void add(struct vfs *v, const char *word, const char *arg)
 {
-	char err[256];
-	int r = vfs_add_directive(v, word, arg, "test", err, sizeof(err));
+	struct moat_error err = { 0 };
+	int r = vfs_add_directive(v, word, arg, "test", &err);
 
 	if (r < 0)
-		print_error("%s %s: %s\n", word, arg, err);
+		print_error("%s %s: %s\n", word, arg, err.msg);
 	assert_int_equal(r, 0);
 }
 
@@ -134,16 +135,16 @@ static void test_directive_errors(void **state)
 		{ "chdir", "", -EINVAL, "chdir: missing DIR" },
 	};
 	struct vfs *v;
-	char err[256];
 
 	(void)state;
 	assert_int_equal(vfs_new(NULL, &v), 0);
 	for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
-		int r = vfs_add_directive(v, rows[i].word, rows[i].arg, "p.moat:3", err, sizeof(err));
+		struct moat_error err = { 0 };
+		int r = vfs_add_directive(v, rows[i].word, rows[i].arg, "p.moat:3", &err);
 
-		if (r != rows[i].ret || !strstr(err, rows[i].msg)) {
+		if (r != rows[i].ret || !strstr(err.msg, rows[i].msg)) {
 			print_error("%s '%s': got %d '%s', want %d '%s'\n", rows[i].word,
-			            rows[i].arg, r, err, rows[i].ret, rows[i].msg);
+			            rows[i].arg, r, err.msg, rows[i].ret, rows[i].msg);
 			fail();
 		}
 	}
@@ -157,7 +158,8 @@ static void test_directive_errors(void **state)
 static void test_colon_escape(void **state)
 {
 	struct vfs *v;
-	char arg[PATH_MAX * 2], err[256];
+	struct moat_error err = { 0 };
+	char arg[PATH_MAX * 2];
 	const struct vfs__rule *r;
 
 	(void)state;
@@ -168,7 +170,7 @@ static void test_colon_escape(void **state)
 	r = &v->rules[0];
 	assert_string_equal(r->host, tp("ws/a:b"));
 	assert_string_equal(r->virt, "/x:y");
-	assert_int_equal(vfs_finalize(v, VFS_MODE_NAMESPACED, err, sizeof(err)), 0);
+	assert_int_equal(vfs_finalize(v, VFS_MODE_NAMESPACED, &err), 0);
 	vfs_free(v);
 }
 
@@ -176,21 +178,22 @@ static void test_colon_escape(void **state)
 static void test_unnamespaced_refusals(void **state)
 {
 	struct vfs *v;
-	char arg[PATH_MAX * 2], err[512];
+	struct moat_error err = { 0 };
+	char arg[PATH_MAX * 2];
 
 	(void)state;
 	assert_int_equal(vfs_new(NULL, &v), 0);
 	snprintf(arg, sizeof(arg), "%s:/workspace", tp("ws"));
 	add(v, "bind", arg);
-	assert_int_equal(vfs_finalize(v, VFS_MODE_UNNAMESPACED, err, sizeof(err)), -EINVAL);
-	assert_non_null(strstr(err, "namespaced mode"));
-	assert_non_null(strstr(err, "/workspace"));
+	assert_int_equal(vfs_finalize(v, VFS_MODE_UNNAMESPACED, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "namespaced mode"));
+	assert_non_null(strstr(err.msg, "/workspace"));
 	vfs_free(v);
 
 	assert_int_equal(vfs_new(NULL, &v), 0);
 	add(v, "tmpfs", "/var/tmp");
-	assert_int_equal(vfs_finalize(v, VFS_MODE_UNNAMESPACED, err, sizeof(err)), -EINVAL);
-	assert_non_null(strstr(err, "namespaced mode"));
+	assert_int_equal(vfs_finalize(v, VFS_MODE_UNNAMESPACED, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "namespaced mode"));
 	vfs_free(v);
 }
 
@@ -290,13 +293,14 @@ static void test_glob(void **state)
 	 * its parents. */
 	for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
 		struct vfs *v;
-		char arg[PATH_MAX + 8], err[256];
+		struct moat_error err = { 0 };
+		char arg[PATH_MAX + 8];
 
 		assert_int_equal(vfs_new(NULL, &v), 0);
 		snprintf(arg, sizeof(arg), "%s:/", tp("other"));
 		add(v, "ro-bind", arg);
 		add(v, "hide", rows[i].pat);
-		assert_int_equal(vfs_finalize(v, VFS_MODE_NAMESPACED, err, sizeof(err)), 0);
+		assert_int_equal(vfs_finalize(v, VFS_MODE_NAMESPACED, &err), 0);
 		for (size_t j = 0; j < ELEMENTSOF(rows); j++) {
 			const char *path = rows[j].path;
 			struct vfs_verdict vd;
@@ -328,13 +332,14 @@ static void test_default_profile(void **state)
 	struct vfs_caller c = { .pid = getpid(), .tgid = getpid() };
 	struct vfs_verdict vd;
 	struct stat st;
-	char err[512], p[PATH_MAX * 2];
+	struct moat_error err = { 0 };
+	char p[PATH_MAX * 2];
 	int fd;
 
 	(void)state;
 	assert_int_equal(vfs_new(NULL, &v), 0);
 	assert_int_equal(vfs_add_default_profile(v, tp("home/me"), tp("home/me")), 0);
-	assert_int_equal(vfs_finalize(v, VFS_MODE_UNNAMESPACED, err, sizeof(err)), 0);
+	assert_int_equal(vfs_finalize(v, VFS_MODE_UNNAMESPACED, &err), 0);
 	c.base = vfs_initial_cwd(v);
 	assert_string_equal(c.base, tp("home/me"));
 
@@ -413,14 +418,15 @@ static void test_broad_bind(void **state)
 	struct vfs_caller c = { .pid = getpid(), .tgid = getpid(), .base = "/" };
 	struct vfs_verdict vd;
 	struct stat st;
-	char err[512], self[32];
+	struct moat_error err = { 0 };
+	char self[32];
 	int fd;
 
 	(void)state;
 	assert_int_equal(vfs_new(NULL, &v), 0);
-	assert_int_equal(vfs_add_directive(v, "ro-bind", "/", "test", err, sizeof(err)), 0);
-	assert_int_equal(vfs_add_directive(v, "hide", "/proc/keys", "test", err, sizeof(err)), 0);
-	assert_int_equal(vfs_finalize(v, VFS_MODE_UNNAMESPACED, err, sizeof(err)), 0);
+	assert_int_equal(vfs_add_directive(v, "ro-bind", "/", "test", &err), 0);
+	assert_int_equal(vfs_add_directive(v, "hide", "/proc/keys", "test", &err), 0);
+	assert_int_equal(vfs_finalize(v, VFS_MODE_UNNAMESPACED, &err), 0);
 
 	snprintf(self, sizeof(self), "/proc/%d/status", (int)getpid());
 	assert_int_equal(vfs_stat(v, &c, self, 0, &st, NULL), 0);
@@ -445,12 +451,12 @@ static void test_default_profile_namespaced(void **state)
 	struct vfs *v;
 	struct vfs_caller c = { .pid = getpid(), .tgid = getpid(), .base = "/" };
 	struct stat st;
-	char err[512];
+	struct moat_error err = { 0 };
 
 	(void)state;
 	assert_int_equal(vfs_new(NULL, &v), 0);
 	assert_int_equal(vfs_add_default_profile(v, tp("home/me"), tp("ws")), 0);
-	assert_int_equal(vfs_finalize(v, VFS_MODE_NAMESPACED, err, sizeof(err)), 0);
+	assert_int_equal(vfs_finalize(v, VFS_MODE_NAMESPACED, &err), 0);
 	assert_non_null(vfs_skeleton(v));
 	assert_string_equal(vfs_tmpdir(v), "/tmp");
 	assert_int_equal(vfs_check_exec(v, &c, "/bin/sh", NULL), 0);
@@ -493,7 +499,8 @@ static void test_decide(void **state)
 	};
 	struct vfs *v;
 	struct vfs_verdict vd;
-	char arg[PATH_MAX * 2], err[256];
+	struct moat_error err = { 0 };
+	char arg[PATH_MAX * 2];
 
 	(void)state;
 	assert_int_equal(vfs_new(NULL, &v), 0);
@@ -506,7 +513,7 @@ static void test_decide(void **state)
 	add(v, "bind", arg);
 	add(v, "hide", "**/.env");
 	add(v, "deny", "/ws/deny");
-	assert_int_equal(vfs_finalize(v, VFS_MODE_NAMESPACED, err, sizeof(err)), 0);
+	assert_int_equal(vfs_finalize(v, VFS_MODE_NAMESPACED, &err), 0);
 	for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
 		int r = vfs_decide(v, rows[i].path, rows[i].want, &vd);
 
@@ -527,7 +534,8 @@ static void test_decide(void **state)
 static struct vfs *ws_vfs(void)
 {
 	struct vfs *v;
-	char arg[PATH_MAX * 2], err[256];
+	struct moat_error err = { 0 };
+	char arg[PATH_MAX * 2];
 
 	assert_int_equal(vfs_new(NULL, &v), 0);
 	snprintf(arg, sizeof(arg), "%s:/ws", tp("ws"));
@@ -538,7 +546,7 @@ static struct vfs *ws_vfs(void)
 	add(v, "hide", "**/.env");
 	add(v, "deny", "/ws/deny");
 	add(v, "file", "/etc/hosts 127.0.0.1 localhost\\n");
-	assert_int_equal(vfs_finalize(v, VFS_MODE_NAMESPACED, err, sizeof(err)), 0);
+	assert_int_equal(vfs_finalize(v, VFS_MODE_NAMESPACED, &err), 0);
 	return v;
 }
 
@@ -891,14 +899,14 @@ static void test_json(void **state)
 
 	/* unnamespaced, /tmp is the host's; the JSON is the same as for a private one */
 	{
-		char err[256];
+		struct moat_error err = { 0 };
 
 		assert_int_equal(vfs_new(NULL, &a), 0);
 		assert_int_equal(vfs_new(NULL, &b), 0);
 		add(a, "tmpfs", "/tmp");
 		add(b, "tmpfs", "/tmp");
-		assert_int_equal(vfs_finalize(a, VFS_MODE_UNNAMESPACED, err, sizeof(err)), 0);
-		assert_int_equal(vfs_finalize(b, VFS_MODE_UNNAMESPACED, err, sizeof(err)), 0);
+		assert_int_equal(vfs_finalize(a, VFS_MODE_UNNAMESPACED, &err), 0);
+		assert_int_equal(vfs_finalize(b, VFS_MODE_UNNAMESPACED, &err), 0);
 		assert_string_equal(vfs_tmpdir(a), "/tmp");
 		assert_string_equal(vfs_tmpdir(b), "/tmp");
 		sa = dump(a);
@@ -944,16 +952,17 @@ static void test_want_of(void **state)
 static struct vfs *system_vfs(const char *const *hides)
 {
 	struct vfs *v;
-	char err[512], arg[PATH_MAX + 64];
+	struct moat_error err = { 0 };
+	char arg[PATH_MAX + 64];
 
 	assert_int_equal(vfs_new(NULL, &v), 0);
 	snprintf(arg, sizeof(arg), "%s:/sys", T);
-	assert_int_equal(vfs_add_directive(v, "system", arg, "test", err, sizeof(err)), 0);
+	assert_int_equal(vfs_add_directive(v, "system", arg, "test", &err), 0);
 	snprintf(arg, sizeof(arg), "%s/other:/sys/other", T);
-	assert_int_equal(vfs_add_directive(v, "ro-bind", arg, "test", err, sizeof(err)), 0);
+	assert_int_equal(vfs_add_directive(v, "ro-bind", arg, "test", &err), 0);
 	for (size_t i = 0; hides[i]; i++)
-		assert_int_equal(vfs_add_directive(v, "hide", hides[i], "test", err, sizeof(err)), 0);
-	assert_int_equal(vfs_finalize(v, VFS_MODE_NAMESPACED, err, sizeof(err)), 0);
+		assert_int_equal(vfs_add_directive(v, "hide", hides[i], "test", &err), 0);
+	assert_int_equal(vfs_finalize(v, VFS_MODE_NAMESPACED, &err), 0);
 	return v;
 }
 
