@@ -110,15 +110,17 @@ int sup_filter_precompiled(enum sup_filter_kind kind, struct sock_fprog *ret_pro
 }
 
 /* The fast path needs a mount namespace that shows what the vfs shows, hidden content
- * covered; --strict-hide and the audit stream (which records every metadata call by
- * name) keep emulating. */
-enum sup_filter_kind sup_filter_kind_of(bool namespaced, bool strict_hide, bool audit,
-					const struct vfs *v)
+ * covered; --strict-hide keeps emulating. --audit does not change the filter: the
+ * stream records what stays trapped (opens, execs, network calls, writes and creates,
+ * every denial of those), while the metadata calls the kernel answers exactly in the
+ * covered namespace (stat, access, readlink, listings) are not in it; --audit
+ * --strict-hide records those too. */
+enum sup_filter_kind sup_filter_kind_of(bool namespaced, bool strict_hide, const struct vfs *v)
 {
 	if (!namespaced)
 		return SUP_FILTER_UNNAMESPACED;
-	return strict_hide || audit || !vfs_kernel_view_exact(v) ? SUP_FILTER_STRICT_HIDE
-								 : SUP_FILTER_NAMESPACED;
+	return strict_hide || !vfs_kernel_view_exact(v) ? SUP_FILTER_STRICT_HIDE
+							: SUP_FILTER_NAMESPACED;
 }
 
 /* ---- kernel features ---- */
@@ -1513,14 +1515,11 @@ int sup_run(struct sup_opts *o)
 
 	{
 		enum sup_filter_kind fk = sup_filter_kind_of(R->ctx.namespaced, o->strict_hide,
-							     o->audit_path != NULL, o->vfs);
+							     o->vfs);
 
-		/* The audit stream wants every metadata call, so it keeps the emulating
-		 * filter; its read-only opens can still be continued, recorded as such,
-		 * once the namespace covers hidden content. */
-		R->ctx.continue_ro_opens = fk == SUP_FILTER_NAMESPACED ||
-					   (o->audit_path && sup_filter_kind_of(R->ctx.namespaced,
-						o->strict_hide, false, o->vfs) == SUP_FILTER_NAMESPACED);
+		/* Read-only opens are continued (recorded as such under --audit) where the
+		 * namespace covers hidden content, as the metadata calls are native there. */
+		R->ctx.continue_ro_opens = fk == SUP_FILTER_NAMESPACED;
 		/* A continued open swapped to a magic link (/proc/self/fd/N of a host file
 		 * the command inherited) is refused by Landlock alone. */
 		if (R->feat.landlock_abi <= 0)
@@ -1529,7 +1528,7 @@ int sup_run(struct sup_opts *o)
 		 * that goes over its budget the keeper says so (SYNC_MOUNTS_READY) and
 		 * opens stay emulated. */
 		/* The metadata the kernel answers must not show a hidden file either. */
-		plan.cover_globs = R->ctx.continue_ro_opens || fk == SUP_FILTER_NAMESPACED;
+		plan.cover_globs = fk == SUP_FILTER_NAMESPACED;
 		r = sup_filter_precompiled(fk, &plan.prog);
 	}
 	if (r < 0)
