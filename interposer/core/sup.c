@@ -263,6 +263,9 @@ struct run {
 	size_t n_changes;
 	bool sync_wake_up;
 	bool audit_hdr_done;
+	/* Whether this run's filter traps the metadata calls by name (the stream then
+	 * records them): known once the filter is chosen, not for a container's profile. */
+	bool meta_known, meta_trapped;
 	uint64_t start_wall_ns;
 	struct notifier notifiers[MAX_NOTIFIERS];
 	unsigned n_notifiers;           /* started */
@@ -1026,6 +1029,11 @@ static void audit_header(struct run *R)
 		{ "cgroup", R->have_cg, R->have_cg ? (R->cg.version == 2 ? "v2" : "v1") : R->cg_why },
 		{ "pidfd_getfd", R->feat.pidfd_getfd, NULL },
 		{ "proc_connector", proctrack_connected(R->ctx.proctrack), R->proctrack_why },
+		/* last: left out where unknown */
+		{ "metadata_calls_recorded", R->meta_trapped,
+		  R->meta_trapped ? NULL
+				  : "stat, access, readlink and listings answered by the kernel "
+				    "in the covered namespace (--strict-hide records them)" },
 	};
 	const char *names[256];
 	char buf[256][128];
@@ -1058,7 +1066,7 @@ static void audit_header(struct run *R)
 		.kernel = R->feat.kernel,
 		.arch = sc_arch_name(R->ctx.arch),
 		.features = feats,
-		.n_features = ELEMENTSOF(feats),
+		.n_features = ELEMENTSOF(feats) - !R->meta_known,
 		.start_wall_ns = R->start_wall_ns,
 		.start_mono_ns = R->t_start,
 	};
@@ -1520,6 +1528,10 @@ int sup_run(struct sup_opts *o)
 		/* Read-only opens are continued (recorded as such under --audit) where the
 		 * namespace covers hidden content, as the metadata calls are native there. */
 		R->ctx.continue_ro_opens = fk == SUP_FILTER_NAMESPACED;
+		/* Over the covering's budget the keeper traps them after all: the header,
+		 * written before, then says less is recorded than is. */
+		R->meta_known = true;
+		R->meta_trapped = fk != SUP_FILTER_NAMESPACED;
 		/* A continued open swapped to a magic link (/proc/self/fd/N of a host file
 		 * the command inherited) is refused by Landlock alone. */
 		if (R->feat.landlock_abi <= 0)
