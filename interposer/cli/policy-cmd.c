@@ -142,8 +142,7 @@ static int policy_show(struct run_args *a, int argc, char **argv)
 	}
 	/* What a hide rule hides in namespaced mode: the fast path covers content with a
 	 * stub whose name stat and listings see (sup_filter_kind_of()). */
-	stub = sup_filter_kind_of(true, a->o.strict_hide, a->o.audit_path != NULL, a->o.vfs) ==
-	       SUP_FILTER_NAMESPACED;
+	stub = sup_filter_kind_of(true, a->o.strict_hide, a->o.vfs) == SUP_FILTER_NAMESPACED;
 	if (a->json) {
 		printf("{\"sha256\":\"%s\",\"hidden_names\":\"%s\",\"policy\":%s}\n", a->o.policy_hash,
 		       stub ? "visible-as-empty-stub" : "absent", a->o.policy_json);

@@ -212,6 +212,8 @@ struct run_info {
 	enum vfs_mode mode;
 	bool have_hdr;
 	bool root_mapped;       /* the run's policy mapped the host's / (ro-bind / or bind /) */
+	bool meta_unrecorded;   /* the kernel answered stat, access, readlink and listings:
+				   the stream does not hold them (header feature) */
 };
 
 /* Whether the canonical policy JSON of a header maps "/" itself. */
@@ -246,6 +248,10 @@ static int read_hdr(struct audit_reader *r, const struct audit_rec *rec, struct 
 	ri->mode = h.mode && streq(h.mode, "unnamespaced") ? VFS_MODE_UNNAMESPACED
 							    : VFS_MODE_NAMESPACED;
 	ri->root_mapped = policy_maps_root(h.policy_json);
+	ri->meta_unrecorded = false;
+	for (size_t i = 0; i < h.n_features; i++)
+		if (h.features[i].name && streq(h.features[i].name, "metadata_calls_recorded"))
+			ri->meta_unrecorded = !h.features[i].present;
 	ri->have_hdr = true;
 	return 0;
 }
@@ -569,6 +575,9 @@ int replay_cli(int argc, char **argv)
 		printf("%llu records reached moat's own infrastructure (the DNS responder at "
 		       "127.0.0.1:53 or the sandbox's own loopback, namespaced): no policy "
 		       "decides them, not replayed\n", R.infra);
+	if (R.ri.meta_unrecorded)
+		printf("the run did not record stat, access, readlink or listings (namespaced "
+		       "without --strict-hide): their decisions are not replayed\n");
 	status = R.changed ? EXIT_CHANGES : 0;
 out:
 	audit_reader_free(rd);
@@ -1276,6 +1285,11 @@ int suggest_cli(int argc, char **argv)
 		goto out;
 	}
 	write_policy(&S, out, file);
+	if (S.ri.meta_unrecorded)
+		fprintf(stderr, "moat audit suggest: %s: the run did not record stat, access, "
+			"readlink or listings (namespaced without --strict-hide): a path the "
+			"program only looked at is not mapped; record the run with --strict-hide "
+			"to learn those too\n", file);
 	if ((out_path ? fclose(out) : fflush(out)) != 0) {
 		fprintf(stderr, "moat audit suggest: %s: %s\n", out_path ? out_path : "stdout",
 			strerror(errno));

@@ -569,21 +569,6 @@ static int stat_fd(struct sup_call *c, int64_t fd, struct stat *st)
 	return 0;
 }
 
-/*
- * A metadata call by name that the supervisor allowed, answered CONTINUE: the kernel
- * repeats it in the sandbox's mount namespace. Only where that namespace holds what the
- * vfs shows, hidden content covered (continue_ro_opens, see may_continue_open()): the
- * call is trapped at all only to be recorded (--audit), and a path swapped after the
- * check reaches what namespaced mode answers natively without --audit.
- */
-static bool continue_meta(struct sup_call *c, int r)
-{
-	if (r < 0 || !c->s->continue_ro_opens)
-		return false;
-	c->outcome = CALL_CONTINUE;
-	return true;
-}
-
 static void do_stat(struct sup_call *c, int64_t dirfd, uint64_t path_addr, uint64_t buf_addr,
 		    int flags)
 {
@@ -609,8 +594,6 @@ static void do_stat(struct sup_call *c, int64_t dirfd, uint64_t path_addr, uint6
 			r = vfs_stat(c->s->vfs, &caller, c->path, flags & ~AT_EMPTY_PATH, &st,
 				     &c->verdict);
 	}
-	if (continue_meta(c, r))
-		return;
 	if (r >= 0)
 		r = write_back(c, buf_addr, &st, sizeof(st));
 	set_result(c, r < 0 ? r : 0);
@@ -655,8 +638,6 @@ static void handle_statx(struct sup_call *c)
 			r = vfs_statx(c->s->vfs, &caller, c->path, flags & ~AT_EMPTY_PATH, mask, &stx,
 				      &c->verdict);
 	}
-	if (continue_meta(c, r))
-		return;
 	if (r >= 0)
 		r = write_back(c, ARG(c, 4), &stx, sizeof(stx));
 	set_result(c, r < 0 ? r : 0);
@@ -706,8 +687,7 @@ static void handle_access(struct sup_call *c, int64_t dirfd, uint64_t path, int 
 	if (!(flags & AT_EACCESS) && (r = creds_caller(c->tid, c->req->id, CREDS_REAL)) < 0)
 		return set_result(c, r);
 	r = vfs_access(c->s->vfs, &caller, c->path, mode, flags, &c->verdict);
-	if (!continue_meta(c, r))
-		set_result(c, r);
+	set_result(c, r);
 }
 
 static void handle_readlink(struct sup_call *c, int64_t dirfd, uint64_t path, uint64_t buf,
@@ -722,8 +702,6 @@ static void handle_readlink(struct sup_call *c, int64_t dirfd, uint64_t path, ui
 	if (prep_path(c, dirfd, path, c->path, base, &caller) < 0)
 		return;
 	r = vfs_readlink(c->s->vfs, &caller, c->path, out, sizeof(out), &c->verdict);
-	if (continue_meta(c, r))
-		return;
 	if (r >= 0) {
 		size_t n = MIN((size_t)r, (size_t)size);
 		int w = write_back(c, buf, out, n);

@@ -224,6 +224,9 @@ struct run {
 	size_t n_changes;
 	bool sync_wake_up;
 	bool audit_hdr_done;
+	/* Whether this run's filter traps the metadata calls by name (the stream then
+	 * records them): known once the filter is chosen, not for a container's profile. */
+	bool meta_known, meta_trapped;
 	uint64_t start_wall_ns;
 	struct notifier notifiers[MAX_NOTIFIERS];
 	unsigned n_notifiers;           /* started */
@@ -987,6 +990,11 @@ static void audit_header(struct run *R)
 		{ "cgroup", R->have_cg, R->have_cg ? (R->cg.version == 2 ? "v2" : "v1") : R->cg_why },
 		{ "pidfd_getfd", R->feat.pidfd_getfd, NULL },
 		{ "proc_connector", proctrack_connected(R->ctx.proctrack), R->proctrack_why },
+		/* last: left out where unknown */
+		{ "metadata_calls_recorded", R->meta_trapped,
+		  R->meta_trapped ? NULL
+				  : "stat, access, readlink and listings answered by the kernel "
+				    "in the covered namespace (--strict-hide records them)" },
 	};
 	const char *names[256];
 	char buf[256][128];
@@ -1019,7 +1027,7 @@ static void audit_header(struct run *R)
 		.kernel = R->feat.kernel,
 		.arch = sc_arch_name(R->ctx.arch),
 		.features = feats,
-		.n_features = ELEMENTSOF(feats),
+		.n_features = ELEMENTSOF(feats) - !R->meta_known,
 		.start_wall_ns = R->start_wall_ns,
 		.start_mono_ns = R->t_start,
 	};
@@ -1475,14 +1483,15 @@ int sup_run(struct sup_opts *o)
 
 	{
 		enum sup_filter_kind fk = sup_filter_kind_of(R->ctx.namespaced, o->strict_hide,
-							     o->audit_path != NULL, o->vfs);
+							     o->vfs);
 
-		/* The audit stream wants every metadata call, so it keeps the emulating
-		 * filter; its read-only opens can still be continued, recorded as such,
-		 * once the namespace covers hidden content. */
-		R->ctx.continue_ro_opens = fk == SUP_FILTER_NAMESPACED ||
-					   (o->audit_path && sup_filter_kind_of(R->ctx.namespaced,
-						o->strict_hide, false, o->vfs) == SUP_FILTER_NAMESPACED);
+		/* Read-only opens are continued (recorded as such under --audit) where the
+		 * namespace covers hidden content, as the metadata calls are native there. */
+		R->ctx.continue_ro_opens = fk == SUP_FILTER_NAMESPACED;
+		/* Over the covering's budget the keeper traps them after all: the header,
+		 * written before, then says less is recorded than is. */
+		R->meta_known = true;
+		R->meta_trapped = fk != SUP_FILTER_NAMESPACED;
 		/* A continued open swapped to a magic link (/proc/self/fd/N of a host file
 		 * the command inherited) is refused by Landlock alone. */
 		if (R->feat.landlock_abi <= 0)
@@ -1491,7 +1500,7 @@ int sup_run(struct sup_opts *o)
 		 * that goes over its budget the keeper says so (SYNC_MOUNTS_READY) and
 		 * opens stay emulated. */
 		/* The metadata the kernel answers must not show a hidden file either. */
-		plan.cover_globs = R->ctx.continue_ro_opens || fk == SUP_FILTER_NAMESPACED;
+		plan.cover_globs = fk == SUP_FILTER_NAMESPACED;
 		r = sup_filter_precompiled(fk, &plan.prog);
 	}
 	if (r < 0)

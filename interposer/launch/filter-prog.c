@@ -36,14 +36,15 @@ int sup_filter_precompiled(enum sup_filter_kind kind, struct sock_fprog *ret_pro
 }
 
 /* The fast path needs a mount namespace that shows what the vfs shows, hidden content
- * covered; --strict-hide and the audit stream (which records every metadata call by
- * name) keep emulating. */
-enum sup_filter_kind sup_filter_kind_of(bool namespaced, bool strict_hide, bool audit,
-					const struct vfs *v)
+ * covered; --strict-hide keeps emulating. --audit does not change the filter: the
+ * stream records what stays trapped (opens, execs, network calls, writes and creates,
+ * every denial of those), while the metadata calls the kernel answers exactly in the
+ * covered namespace (stat, access, readlink, listings) are not in it; --audit
+ * --strict-hide records those too. */
+enum sup_filter_kind sup_filter_kind_of(bool namespaced, bool strict_hide, const struct vfs *v)
 {
 	if (!namespaced)
 		return SUP_FILTER_UNNAMESPACED;
-	return strict_hide || audit || !vfs_kernel_view_exact(v) ? SUP_FILTER_STRICT_HIDE
-								 : SUP_FILTER_NAMESPACED;
+	return strict_hide || !vfs_kernel_view_exact(v) ? SUP_FILTER_STRICT_HIDE
+							: SUP_FILTER_NAMESPACED;
 }
-

@@ -95,8 +95,7 @@ enum sup_filter_kind {
 };
 int sup_filter_build(uint32_t arch, enum sup_filter_kind kind, struct sock_fprog *ret_prog);
 int sup_filter_precompiled(enum sup_filter_kind kind, struct sock_fprog *ret_prog);
-enum sup_filter_kind sup_filter_kind_of(bool namespaced, bool strict_hide, bool audit,
-					const struct vfs *v);
+enum sup_filter_kind sup_filter_kind_of(bool namespaced, bool strict_hide, const struct vfs *v);
 int sup_filter_install(const struct sock_fprog *prog, bool wait_killable);
 /* The syscalls whose pid argument the filter sends to the supervisor when it is not the
  * caller's own (derived from the table's argument kinds): dispatch's handle_pid_arg()

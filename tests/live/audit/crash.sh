@@ -4,12 +4,13 @@
 . "$(dirname "$0")/lib.sh"
 plan 5
 
-# A sandboxed loop of notified calls (stat) meant to run for 8 s; killed after 3 s.
+# A sandboxed loop of recorded calls (opens: namespaced, stat is native and unrecorded)
+# meant to run for 8 s; killed after 3 s.
 "$MOAT" run -q --output-in-workspace --audit long.moat -- "$PY" -c '
 import os, time
 t = time.time()
 while time.time() - t < 8:
-    os.stat("/etc/hostname")
+    os.close(os.open("/etc/hostname", os.O_RDONLY))
 ' >/dev/null 2>&1 &
 sup=$!
 track_pid "$sup"

@@ -3,7 +3,8 @@
 # processes open, stat and try a hidden .env at the same time. Every read must see the
 # file's content, every .env attempt must fail without the secret, the audit stream must
 # hold every decision and verify, and the supervisor must really have run 4 notifiers
-# (its thread count, read from /proc while it runs).
+# (its thread count, read from /proc while it runs). --strict-hide, so that namespaced
+# mode traps (and records) the stats too, and a hidden .env is absent to them.
 . "$MOAT_SRC/tests/lib/tap.sh"
 . "$MOAT_SRC/tests/live/vfs/lib.sh"
 
@@ -44,7 +45,7 @@ for mode in namespaced unnamespaced; do
 	make_workspace
 	rm -f "$TMP/a.moat"
 	(cd "$W" && MOAT_NOTIFIERS=4 "$MOAT" run -q --mode "$mode" --bind "$W" --chdir "$W" \
-		--hide '**/.env' --output-in-workspace --audit "$TMP/a.moat" -- python3 -c "N = $N$WORKLOAD" \
+		--hide '**/.env' --strict-hide --output-in-workspace --audit "$TMP/a.moat" -- python3 -c "N = $N$WORKLOAD" \
 		>"$TMP/out" 2>"$TMP/err") &
 	sub=$!
 	track_pid "$sub"
