@@ -29,12 +29,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "cleanup.h"
 #include "creds.h"
+#include "log.h"
 #include "macros.h"
 
 #define CAP_BIT(c) (1ull << (c))
@@ -361,4 +363,61 @@ int creds_resume(bool was_caller)
 		return -EACCES;
 	T.acting = true;
 	return 0;
+}
+
+/* What the kernel's scm_check_creds() asks of a sender that names a pid, uid or gid other
+ * than its own: CAP_SYS_ADMIN over its pid namespace, CAP_SETUID, CAP_SETGID. */
+#define CLAIM_CAPS (CAP_BIT(CAP_SYS_ADMIN) | CAP_BIT(CAP_SETUID) | CAP_BIT(CAP_SETGID))
+
+/* Whether msg passes fds: with CAP_SYS_ADMIN the kernel would not count them against
+ * its limit of fds in flight (too_many_unix_fds()). */
+static bool passes_fds(const struct msghdr *msg)
+{
+	const char *ctl = msg->msg_control;
+	size_t off = 0;
+
+	while (ctl && msg->msg_controllen - off >= sizeof(struct cmsghdr)) {
+		const struct cmsghdr *c = (const void *)(ctl + off);
+
+		if (c->cmsg_len < sizeof(*c))
+			return true; /* malformed: the kernel refuses it; assume the worst */
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+			return true;
+		if (CMSG_ALIGN(c->cmsg_len) >= msg->msg_controllen - off)
+			break;
+		off += CMSG_ALIGN(c->cmsg_len);
+	}
+	return false;
+}
+
+long creds_send_claim(int sock, const struct msghdr *msg, int flags)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct was[2], raised[2];
+	uint64_t want = CLAIM_CAPS & ~(passes_fds(msg) ? CAP_BIT(CAP_SYS_ADMIN) : 0);
+	bool changed = false;
+	ssize_t n;
+	int err;
+
+	if (syscall(SYS_capget, &h, was) < 0)
+		return -1;
+	for (int i = 0; i < 2; i++) {
+		raised[i] = was[i];
+		raised[i].effective |= was[i].permitted & (uint32_t)(want >> (32 * i));
+		changed |= raised[i].effective != was[i].effective;
+	}
+	if (changed && syscall(SYS_capset, &h, raised) < 0)
+		return -1;
+	n = sendmsg(sock, msg, flags);
+	err = errno;
+	/* Lowering the effective set to what it was cannot fail (it stays within the
+	 * permitted one); if it did, this thread would go on serving the sandbox with
+	 * CAP_SYS_ADMIN: stop the supervisor, and the sandbox with it, rather. */
+	if (changed && syscall(SYS_capset, &h, was) < 0) {
+		log_error("cannot lower the capabilities raised for a credentials send: %s",
+			  strerror(errno));
+		abort();
+	}
+	errno = err;
+	return n;
 }

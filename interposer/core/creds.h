@@ -16,7 +16,8 @@
  *     and umask, and of its effective capabilities only those that govern file access
  *     (CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER, CAP_FSETID): a
  *     sandbox that has them has them over every file it can see, and no other
- *     capability is ever used on its behalf.
+ *     capability is ever used on its behalf, but for one: a send of credentials the
+ *     caller may claim (creds_send_claim()), which the kernel checks against us.
  *
  * The caller's credentials are read afresh on every call from /proc/<tid>/status (see
  * creds.c for why they are not cached), then applied only where they differ from what
@@ -45,3 +46,18 @@ int creds_caller(pid_t tid, uint64_t id, unsigned flags);
 bool creds_self(void);
 /* After creds_self() returned true: act for the same caller again. */
 int creds_resume(bool was_caller);
+
+struct msghdr;
+/*
+ * sendmsg() of a message whose SCM_CREDENTIALS the caller may claim (sock.c checks
+ * that, as the kernel checks a sender without capabilities). The kernel checks the
+ * claim against the sending thread, which is ours: naming another process's pid takes
+ * CAP_SYS_ADMIN over our pid namespace, and ids that are not ours CAP_SETUID and
+ * CAP_SETGID. Those of them in our permitted set are raised for this one call and the
+ * effective set is put back as it was; CAP_SYS_ADMIN not for a message that also passes
+ * fds (SCM_RIGHTS), which it would exempt from the kernel's limit of fds in flight. Any
+ * thread may call it (a waiter as well as a notifier): it keeps no state. Returns what
+ * sendmsg returns, errno set; without CAP_SYS_ADMIN (an unprivileged supervisor, or a
+ * message with fds) the kernel refuses the pid with EPERM.
+ */
+long creds_send_claim(int sock, const struct msghdr *msg, int flags);

@@ -65,6 +65,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <arpa/inet.h>
+#include <linux/capability.h>
 #include <linux/netlink.h>
 #include <linux/sockios.h>
 #include <pthread.h>
@@ -752,6 +753,7 @@ struct outmsg {
 	size_t ctl_len;
 	int fds[RIGHTS_MAX];      /* our copies of the fds passed */
 	size_t n_fds;
+	bool creds;               /* carries SCM_CREDENTIALS the caller may claim (unix only) */
 	int pathfd;               /* keeps a unix destination's resolved parent open, or -1 */
 };
 
@@ -784,11 +786,13 @@ static int64_t host_id(pid_t tid, const char *map, uint32_t id)
 	return -1;
 }
 
-/* The caller's process as the host and as itself sees it, and its real, effective and
- * saved ids as the host sees them (/proc/<tid>/status is read in our namespaces). */
+/* The caller's process as the host and as itself sees it, its real, effective and
+ * saved ids as the host sees them (/proc/<tid>/status is read in our namespaces), and
+ * its effective capabilities (over its own user namespace). */
 struct caller_creds {
 	pid_t tgid_host, tgid_own;
 	uint32_t uid[3], gid[3];
+	unsigned long long cap_eff;
 };
 
 static int read_creds(pid_t tid, struct caller_creds *cc)
@@ -813,17 +817,24 @@ static int read_creds(pid_t tid, struct caller_creds *cc)
 			got |= 4;
 		} else if (sscanf(line, "Gid: %u %u %u", &cc->gid[0], &cc->gid[1], &cc->gid[2]) == 3) {
 			got |= 8;
+		} else if (sscanf(line, "CapEff: %llx", &cc->cap_eff) == 1) {
+			got |= 16;
 		}
 	}
-	return got == 15 ? 0 : -ESRCH;
+	return got == 31 ? 0 : -ESRCH;
 }
 
 /*
  * SCM_CREDENTIALS name a pid, uid and gid that the kernel checks against the sender,
  * which is us: with our privileges any claim would pass, and a pid would be read in our
- * pid namespace. So the caller may claim what a sender without capabilities may (its
- * own process, one of its real/effective/saved ids), else EPERM; the claim is then
- * rewritten as the host sees it, so that the peer gets the caller's credentials.
+ * pid namespace. So the claim is checked here against the caller, as the kernel's
+ * scm_check_creds() would check it: ids unmapped in its user namespace give EINVAL; it
+ * may name its own process, one of its real/effective/saved uids (any mapped uid with
+ * CAP_SETUID in its effective set, as the kernel allows) and likewise gids (CAP_SETGID),
+ * else EPERM. Another process's pid is refused even to a caller with CAP_SYS_ADMIN (which
+ * moat never leaves it). The claim is then rewritten as the host sees it, and sent with
+ * the capabilities that let the kernel accept it from us (creds_send_claim()): the
+ * peer gets the caller's credentials, in its own namespaces' view.
  */
 static int translate_creds(struct sup_call *c, struct cmsghdr *h, struct caller_creds *cc,
 			   bool *have_cc)
@@ -846,8 +857,10 @@ static int translate_creds(struct sup_call *c, struct cmsghdr *h, struct caller_
 	if (uid < 0 || gid < 0)
 		return -EINVAL;
 	if (uc.pid != cc->tgid_own ||
-	    (uid != cc->uid[0] && uid != cc->uid[1] && uid != cc->uid[2]) ||
-	    (gid != cc->gid[0] && gid != cc->gid[1] && gid != cc->gid[2]))
+	    (uid != cc->uid[0] && uid != cc->uid[1] && uid != cc->uid[2] &&
+	     !(cc->cap_eff & (1ull << CAP_SETUID))) ||
+	    (gid != cc->gid[0] && gid != cc->gid[1] && gid != cc->gid[2] &&
+	     !(cc->cap_eff & (1ull << CAP_SETGID))))
 		return -EPERM;
 	uc = (struct ucred){ .pid = cc->tgid_host, .uid = (uid_t)uid, .gid = (gid_t)gid };
 	memcpy(CMSG_DATA(h), &uc, sizeof(uc));
@@ -869,6 +882,7 @@ static int translate_rights(struct sup_call *c, struct outmsg *m)
 	int r;
 
 	m->n_fds = 0;
+	m->creds = false;
 	while (off < m->ctl_len && m->ctl_len - off >= sizeof(struct cmsghdr)) {
 		struct cmsghdr *h = (struct cmsghdr *)(void *)(m->ctl + off);
 
@@ -891,6 +905,7 @@ static int translate_rights(struct sup_call *c, struct outmsg *m)
 			r = translate_creds(c, h, &cc, &have_cc);
 			if (r < 0)
 				return r;
+			m->creds = true;
 		} else if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SO_MARK) {
 			/* a firewall mark needs CAP_NET_ADMIN over the host's network, which
 			 * the sandbox does not hold; ours would pass */
@@ -952,6 +967,8 @@ static int blocked_run(struct blocked *b)
 			return b->done ? (int)b->done : -EAGAIN;
 		if (b->connect)
 			n = connect(b->sock, (const struct sockaddr *)&b->m.ss, b->m.alen);
+		else if (b->m.creds && !b->done)
+			n = creds_send_claim(b->sock, &out, b->flags | MSG_NOSIGNAL);
 		else
 			n = sendmsg(b->sock, &out, b->flags | MSG_NOSIGNAL);
 		if (n < 0 && errno == EINTR)
@@ -1087,7 +1104,8 @@ static int send_now(struct sup_call *c, int sock, const struct sockinfo *si, str
 		.msg_controllen = m->ctl_len,
 	};
 	bool blocking = !si->nonblock && !(flags & MSG_DONTWAIT);
-	ssize_t n = sendmsg(sock, &out, flags | MSG_NOSIGNAL | MSG_DONTWAIT);
+	ssize_t n = m->creds ? creds_send_claim(sock, &out, flags | MSG_NOSIGNAL | MSG_DONTWAIT)
+			     : sendmsg(sock, &out, flags | MSG_NOSIGNAL | MSG_DONTWAIT);
 	int r;
 
 	if (n < 0 && (!blocking || errno != EAGAIN))
@@ -1199,6 +1217,13 @@ static int send_msg(struct sup_call *c, int *sockp, const struct sockinfo *si, s
 	r = translate_rights(c, m);
 	if (r < 0)
 		return r;
+	/* Credentials are unix sockets' alone (the kernel refuses them on others, EINVAL).
+	 * The caller's pid was read after its memory: it must still be waiting, so that
+	 * its pid is still its own when the kernel looks it up. */
+	if (si->domain != AF_UNIX)
+		m->creds = false;
+	else if (m->creds && !notify_id_valid(c->s->listener, c->req->id))
+		return -ESRCH;
 	if (m->alen && is_inet(si->domain)) {
 		bool sent = false;
 

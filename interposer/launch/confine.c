@@ -11,7 +11,13 @@
  *   - CAP_KILL: the tree may hold processes of other uids (full id map);
  *   - CAP_DAC_READ_SEARCH, CAP_DAC_OVERRIDE, CAP_FOWNER: at teardown, hashing the files
  *     the run changed and removing its private directories, whose entries the sandbox's
- *     users may have made unreadable or put under a sticky /tmp.
+ *     users may have made unreadable or put under a sticky /tmp;
+ *   - CAP_SYS_ADMIN, in the permitted set only (not effective, not bounding): a program
+ *     that sends its own credentials (SCM_CREDENTIALS) through the supervisor names its
+ *     own pid, which the kernel accepts from another sender only with CAP_SYS_ADMIN over
+ *     its pid namespace; a notifier raises it around that one sendmsg, after checking
+ *     the claim as the kernel would check the program (creds_send_claim(), sock.c).
+ *     With a sized tmpfs it stays effective as well (teardown unmounts it).
  * Every other capability goes, from the permitted and bounding sets too: threads started
  * later inherit the reduced sets. Capabilities are per thread, so this runs on the main
  * thread before the notifier threads and the audit writer exist.
@@ -60,7 +66,9 @@ static const unsigned long ns_flags[] = {
 	CLONE_NEWCGROUP, CLONE_NEWTIME,
 };
 
-static int drop_supervisor_caps(uint64_t keep)
+/* Keep keep_prm in the permitted set, of it keep_eff in the effective one, and only
+ * keep_eff in the bounding set. */
+static int drop_supervisor_caps(uint64_t keep_prm, uint64_t keep_eff)
 {
 	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct d[2];
@@ -68,13 +76,14 @@ static int drop_supervisor_caps(uint64_t keep)
 
 	if (syscall(SYS_capget, &h, d) < 0)
 		return negative_errno();
-	prm = ((uint64_t)d[1].permitted << 32 | d[0].permitted) & keep;
-	eff = ((uint64_t)d[1].effective << 32 | d[0].effective) & keep;
-	if (prm == ((uint64_t)d[1].permitted << 32 | d[0].permitted))
+	prm = ((uint64_t)d[1].permitted << 32 | d[0].permitted) & keep_prm;
+	eff = ((uint64_t)d[1].effective << 32 | d[0].effective) & keep_eff & keep_prm;
+	if (prm == ((uint64_t)d[1].permitted << 32 | d[0].permitted) &&
+	    eff == ((uint64_t)d[1].effective << 32 | d[0].effective))
 		return 0; /* nothing to drop (an unprivileged supervisor has none) */
 	/* The bounding set needs CAP_SETPCAP, which goes with the rest just after. */
 	for (int cap = 0; cap <= CAP_LAST_CAP; cap++)
-		if (!(keep & CAP_BIT(cap)) && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 &&
+		if (!(keep_eff & CAP_BIT(cap)) && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 &&
 		    errno != EINVAL)
 			return negative_errno();
 	for (int i = 0; i < 2; i++) {
@@ -121,7 +130,8 @@ int sup_confine(bool unmount)
 
 	/* A sized tmpfs is mounted in a mount namespace of our own, and unmounted at
 	 * teardown so that its directory can go: that takes CAP_SYS_ADMIN and umount2. */
-	r = drop_supervisor_caps(SUPERVISOR_CAPS | (unmount ? CAP_BIT(CAP_SYS_ADMIN) : 0));
+	r = drop_supervisor_caps(SUPERVISOR_CAPS | CAP_BIT(CAP_SYS_ADMIN),
+				 SUPERVISOR_CAPS | (unmount ? CAP_BIT(CAP_SYS_ADMIN) : 0));
 	if (r < 0)
 		return log_error_errno(r, "cannot drop the supervisor's capabilities: %s",
 				       strerror(-r));

@@ -33,7 +33,6 @@ unnamespaced syscall TestGroupCleanup|policy|unnamespaced mode drops every capab
 unnamespaced syscall TestDeathSignal|policy|unnamespaced mode drops every capability: the child that becomes uid 99 gets EPERM
 unnamespaced os/exec TestExtraFiles|policy|default profile: no network; unnamespaced there is no empty network namespace of its own, so bind(127.0.0.1) is refused (namespaced, loopback is the sandbox'"'"'s own)
 unnamespaced os/exec TestExtraFilesRace|policy|default profile: no network, as above
-both syscall TestSCMCredentials|gap|sending SCM_CREDENTIALS through an emulated unix socket gets EPERM
 '
 
 # run_go LABEL CMD...: go test -json of the packages into $TMP/LABEL.json

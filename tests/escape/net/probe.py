@@ -17,6 +17,15 @@ Every effect a test relies on is checked from outside (a server's log, a port, a
   probe.py creds PATH WHO            unix stream to PATH, one message with SCM_CREDENTIALS
                                      claiming pid WHO ("self": its own pid, uid and gid; a
                                      number: that pid): "creds sent N" / "creds error E"
+  probe.py pair KIND                 a socketpair (KIND: stream, dgram) between this process,
+                                     the receiver (SO_PASSCRED), and a child it forks, which
+                                     sends its own credentials, then claims the receiver's
+                                     pid: "pair KIND got PID UID GID want PID UID GID" as
+                                     the receiver read them, "pair KIND forged error E"
+  probe.py forge PATH                unix stream to PATH, then as a sender without CAP_SETUID
+                                     (root drops to 65534 where it can) one message claiming
+                                     its own pid and a uid not its own: "forge as UID claims
+                                     UID2", then "forge sent N" / "forge error E"
   probe.py mark PORT                 UDP to 127.0.0.1:PORT: "marked" with SO_MARK as control
                                      data ("mark sent N" / "mark error E"), then "plain"
   probe.py dgram PATH                unix datagram sendto PATH: "sendto sent N" / "sendto error E"
@@ -180,6 +189,63 @@ def creds(path, who):
     s.recv(1)  # alive until the server has looked at its /proc/PID
 
 
+def send_creds(s, pid, uid, gid, data=b"c"):
+    anc = [(socket.SOL_SOCKET, socket.SCM_CREDENTIALS, struct.pack("iII", pid, uid, gid))]
+    try:
+        return "sent %d" % s.sendmsg([data], anc)
+    except OSError as e:
+        return "error %d" % e.errno
+
+
+def pair(kind):
+    typ = socket.SOCK_STREAM if kind == "stream" else socket.SOCK_DGRAM
+    rcv, snd = socket.socketpair(socket.AF_UNIX, typ)
+    rcv.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+    res_r, res_w = os.pipe()
+    child = os.fork()
+    if child == 0:
+        rcv.close()
+        ok = send_creds(snd, os.getpid(), os.getuid(), os.getgid())
+        forged = send_creds(snd, os.getppid(), os.getuid(), os.getgid(), b"f")
+        os.write(res_w, ("%s|%s" % (ok, forged)).encode())
+        os._exit(0)
+    snd.close()
+    os.close(res_w)
+    os.waitpid(child, 0)
+    res = os.read(res_r, 200).decode()
+    ok, forged = res.split("|")
+    got = "none"
+    rcv.settimeout(5)
+    try:
+        d, anc, _, _ = rcv.recvmsg(16, socket.CMSG_SPACE(12))
+        for level, typ_, data in anc:
+            if level == socket.SOL_SOCKET and typ_ == socket.SCM_CREDENTIALS:
+                got = "%d %d %d" % struct.unpack("iII", data[:12])
+    except OSError as e:
+        got = "error %s" % (e.errno or "timeout")
+    # the child's pid as fork() told the receiver; its ids are the receiver's own
+    print("pair", kind, "sender", ok, flush=True)
+    print("pair", kind, "got", got, "want", child, os.getuid(), os.getgid(), flush=True)
+    print("pair", kind, "forged", forged, flush=True)
+
+
+def forge(path):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(path)
+    if os.getuid() == 0:
+        try:
+            os.setgroups([])
+            os.setresgid(65534, 65534, 65534)
+            os.setresuid(65534, 65534, 65534)
+        except OSError:
+            pass  # no CAP_SETUID: root stays, without the capability to claim others
+    claim = 0 if os.getuid() != 0 else 12345
+    print("forge as", os.getuid(), "claims", claim, flush=True)
+    print("forge", send_creds(s, os.getpid(), claim, os.getgid(), b"forged"), flush=True)
+    s.shutdown(socket.SHUT_WR)
+    s.recv(1)
+
+
 def mark(port):
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     dest = ("127.0.0.1", int(port))
@@ -211,5 +277,5 @@ def bind(path):
 if __name__ == "__main__":
     cmds = {"unspec": unspec, "listen": listen, "rights": rights, "block": block,
             "connect": connect, "dgram": dgram, "bind": bind, "creds": creds,
-            "mark": mark}
+            "mark": mark, "pair": pair, "forge": forge}
     sys.exit(cmds[sys.argv[1]](*sys.argv[2:]))

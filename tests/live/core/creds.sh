@@ -4,7 +4,7 @@
 # another user. Every mode a case prints is compared with the same script run natively.
 . "$MOAT_SRC/tests/lib/tap.sh"
 
-plan 9
+plan 10
 command -v python3 >/dev/null || skip_all "python3 is needed"
 cd "$TMP" || exit 1
 
@@ -60,10 +60,10 @@ done
 
 # root in a namespaced sandbox can become another user and set groups (full id map)
 if [ "$(id -u)" != 0 ]; then
-	for i in 1 2 3 4 5; do skip "namespaced: other users, case $i" "moat runs as root only"; done
+	for i in 1 2 3 4 5 6; do skip "namespaced: other users, case $i" "moat runs as root only"; done
 	finish
 fi
-command -v setpriv >/dev/null || { for i in 1 2 3 4 5; do skip "namespaced: other users, case $i" "no setpriv"; done; finish; }
+command -v setpriv >/dev/null || { for i in 1 2 3 4 5 6; do skip "namespaced: other users, case $i" "no setpriv"; done; finish; }
 rm -rf w && mkdir w && chmod 1777 w
 out=$(cd w && "$MOAT" run -q --mode namespaced -- setpriv --reuid=65534 --regid=65534 --clear-groups id -u 2>&1)
 [ "$out" = 65534 ]
@@ -93,4 +93,25 @@ out=$(cd w && "$MOAT" run -q --mode namespaced -- setpriv --reuid=65534 --regid=
 	--clear-groups sh -c 'cat rootonly; echo rc=$?' 2>&1)
 echo "$out" | grep -q "Permission denied" && echo "$out" | grep -q rc=1 && ! echo "$out" | grep -q secret
 ok $? "namespaced: 65534 gets EACCES on root's 0600 file" "$out"
+
+# Supplementary groups take part in the emulated calls' permission checks: 65534 with
+# group 4000 creates and reads in root's 0770 directory of group 4000, and without it
+# gets EACCES, natively and under moat alike, and the host holds the same files.
+cat > grp.sh <<'SHEOF'
+for gs in --groups=4000 --clear-groups; do
+	setpriv --reuid=65534 --regid=65534 $gs sh -c 'echo x > g/f-$1 && cat g/f-$1; echo "rc=$?"' \
+		sh "${gs#--}" 2>&1 | sed 's/.*Permission denied$/Permission denied/'
+done
+SHEOF
+for d in nat w; do
+	mkdir -p $d && rm -rf $d/g && mkdir $d/g && chown 0:4000 $d/g && chmod 770 $d/g && cp grp.sh $d/
+done
+ref=$(cd nat && sh grp.sh)
+out=$(cd w && "$MOAT" run -q --mode namespaced -- sh grp.sh 2>&1)
+host_ref=$(cd nat && stat -c '%U:%G %a %n' g/* 2>&1)
+host=$(cd w && stat -c '%U:%G %a %n' g/* 2>&1)
+[ "$ref" = "$(printf 'x\nrc=0\nPermission denied\nrc=2')" ] && [ "$out" = "$ref" ] && [ "$host" = "$host_ref" ]
+ok $? "namespaced: a supplementary group grants 65534 root's 0770 directory, as natively" \
+	"native: $ref / $host_ref
+moat: $out / $host"
 finish

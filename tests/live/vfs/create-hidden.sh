@@ -7,7 +7,7 @@
 . "$MOAT_SRC/tests/lib/tap.sh"
 . "$MOAT_SRC/tests/live/vfs/lib.sh"
 
-plan 16
+plan 18
 PY=/usr/bin/python3
 mkdir "$TMP/cwd" "$TMP/home"
 # /root must be hidden, not the caller's private home (the default profile gives the
@@ -55,7 +55,7 @@ open-env ENOENT"
 
 for mode in namespaced unnamespaced; do
 	if ! have_mode "$mode"; then
-		for i in 1 2 3 4 5 6 7 8; do skip "$mode: case $i" "moat cannot start in $mode mode here"; done
+		for i in 1 2 3 4 5 6 7 8 9; do skip "$mode: case $i" "moat cannot start in $mode mode here"; done
 		continue
 	fi
 	make_workspace
@@ -89,6 +89,16 @@ open-env ENOENT"; else want=$(echo "$expect" | sed -n 13,14p); fi
 	rc=$?
 	[ $rc -eq 0 ] && grep -q "rc=1" "$TMP/out" && grep -qi "permission denied" "$TMP/err"
 	ok $? "$mode: mkdir -p /root/.npm/x fails at once with 'Permission denied'" "rc=$rc $(cat "$TMP/out" "$TMP/err" | head -c 1000)"
+
+	# a HOME that is mapped but not writable (read-only /): a clear error at once too
+	(cd "$TMP/cwd" && timeout 20 "$MOAT" run -q --mode "$mode" --profile none --ro-bind / \
+		--bind "$TMP/cwd" --setenv HOME "$TMP/home" \
+		-- sh -c 'mkdir -p ~/.npm/x; echo "rc=$?"' >"$TMP/out" 2>"$TMP/err")
+	rc=$?
+	[ $rc -eq 0 ] && grep -q "rc=1" "$TMP/out" && grep -qi "read-only file system" "$TMP/err" &&
+		[ ! -e "$TMP/home/.npm" ]
+	ok $? "$mode: mkdir -p ~/.npm/x with a read-only HOME fails at once with 'Read-only file system'" \
+		"rc=$rc $(cat "$TMP/out" "$TMP/err" | head -c 1000)"
 
 	# Node's recursive mkdir looped for ever on ENOENT for a top-level name
 	if command -v node >/dev/null; then
