@@ -425,7 +425,7 @@ static int ep_add(int epfd, int fd)
 static void take_listener(struct run *R, pid_t from, int remote_fd)
 {
 	_cleanup_close_ int pidfd = -1;
-	int fd;
+	int fd, r;
 
 	if (R->ctx.listener >= 0)
 		return; /* only the first, from our own command, is trusted */
@@ -444,6 +444,13 @@ static void take_listener(struct run *R, pid_t from, int remote_fd)
 	R->ctx.cmd_host_pid = from;
 	/* Linux 6.6: wake the tracee on the CPU that answered it; absent is only slower. */
 	R->sync_wake_up = notify_set_sync_wake_up(fd) >= 0;
+	/* Before any notifier may answer it: the command still runs moat's code (it waits
+	 * for its argv, or for its first exec's answer), so its exec needs no seize later,
+	 * on a warm start's request path. Failing that, the exec seizes it as usual. */
+	r = exectrace_seize_early(&R->ctx, from, pidfd);
+	if (r < 0)
+		log_debug("the command (pid %d) is seized at its exec instead: %s", from,
+			  strerror(-r));
 	for (unsigned i = 0; i < R->n_notifiers; i++)
 		sem_post(&R->listener_ready);
 }
