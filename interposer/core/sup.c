@@ -711,7 +711,9 @@ static void on_start(struct run *R)
 	R->start_wall_ns = wall_ns();
 	audit_header(R);
 	start_timeout(R);
-	if (spawn_send_argv(R->syncfd, argv) < 0)
+	/* With --argv-fd the command has its argv from moat serve already, or has it
+	 * soon: this one only tells the report and the timeout. */
+	if (o->argv_fd < 0 && spawn_send_argv(R->syncfd, argv) < 0)
 		goto bad;
 	return;
 bad:
@@ -1573,6 +1575,9 @@ int sup_run(struct sup_opts *o)
 	plan.opts = o;
 	plan.argv = o->argv;
 	plan.wait_argv = o->start_fd >= 0;
+	plan.argv_fd = plan.wait_argv && o->argv_fd >= 0 ? o->argv_fd : -1;
+	if (plan.argv_fd >= 0) /* the waiting command's until its exec, nobody's after it */
+		fcntl(plan.argv_fd, F_SETFD, FD_CLOEXEC);
 	plan.features = &R->feat;
 	plan.namespaced = R->ctx.namespaced;
 	plan.cwd = vfs_initial_cwd(o->vfs);
@@ -1606,6 +1611,8 @@ int sup_run(struct sup_opts *o)
 
 	R->keeper = spawn_start(&plan, &R->pidfd);
 	safe_close(sv[1]);
+	if (plan.argv_fd >= 0)
+		close(plan.argv_fd); /* the keeper passes it on; we never read it */
 	r = R->keeper >= 0 ? term_relay_start(&R->term) : 0;
 	if (r < 0)
 		log_error("cannot copy the sandbox's output to the terminal: %s", strerror(-r));
