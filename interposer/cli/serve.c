@@ -1022,11 +1022,11 @@ static void op_exec(struct server *S, struct client *c, json_t *id, json_t *req,
 	x->req_id = json_incref(id);
 	x->stream = json_is_true(json_object_get(req, "stream"));
 	x->t0 = now_ms();
-	/* The run's line first: it is in its pipe before the command can start, so the run
-	 * has it, at the latest, in the batch of events that says the command ended. Then
-	 * the command's argv: it starts without a hop through the run. */
-	pending_write(S, &x->go, go_text, strlen(go_text));
+	/* The command's argv first: it starts without a hop through the run, and ahead of
+	 * the run's wake-up. The run's line follows in this same turn; a run whose command
+	 * ended before the line came waits for it (sup.c, collect_start_line()). */
 	pending_write(S, &x->argv, packed, packed_len);
+	pending_write(S, &x->go, go_text, strlen(go_text));
 	pending_write(S, &x->in, in_copy, jin ? json_string_length(jin) : 0);
 	sb->running = x;
 	S->n_running++;

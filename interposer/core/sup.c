@@ -722,6 +722,29 @@ bad:
 	stop(R, SUP_REASON_SETUP_FAILED, 0);
 }
 
+/*
+ * --argv-fd: moat serve writes the command's argv before the run's line, so that the
+ * command starts first. A command that made any call had its argv, so the server has
+ * written the line as well, in the same turn of its loop; it may still be on its way
+ * when the command has ended already. Wait for it, bounded: the report names the
+ * command and its wall time starts there.
+ */
+#define START_LINE_WAIT_MS 2000
+static void collect_start_line(struct run *R)
+{
+	const struct sup_opts *o = R->o;
+
+	for (int i = 0; i < START_REQ_MAX / 4096 && o->start_fd >= 0 && o->argv_fd >= 0 &&
+			!R->started && !R->setup_errno && atomic_load(&R->ctx.n.notified);
+	     i++) {
+		struct pollfd p = { .fd = o->start_fd, .events = POLLIN };
+
+		if (poll(&p, 1, START_LINE_WAIT_MS) <= 0)
+			break;
+		on_start(R);
+	}
+}
+
 static int loop(struct run *R)
 {
 	struct epoll_event evs[8];
@@ -1677,6 +1700,7 @@ int sup_run(struct sup_opts *o)
 	r = loop(R);
 	if (r < 0)
 		log_error("supervisor loop failed: %s", strerror(-r));
+	collect_start_line(R);
 
 	/* Teardown: whatever ended the run, nothing of it survives. The keeper and the
 	 * cgroup are killed through fds opened before the sandbox started; only the last
