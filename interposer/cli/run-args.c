@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "audit.h"
 #include "cleanup.h"
@@ -23,7 +24,7 @@ enum {
 	OPT_AUDIT_KEY, OPT_AUDIT_STACKS, OPT_SESSION, OPT_TENANT, OPT_POLICY, OPT_PROFILE,
 	OPT_DIRECTIVE, OPT_JSON, OPT_EVENTS, OPT_START_FD, OPT_NO_STDIN, OPT_OUTPUT_IN_WS,
 	OPT_RUN_ID, OPT_COW, OPT_COMMIT, OPT_DISCARD, OPT_EXPORT, OPT_COW_DIR, OPT_COW_MAX_FILE,
-	OPT_STRICT_HIDE,
+	OPT_STRICT_HIDE, OPT_ARGV_FD,
 };
 
 static const struct option run_options[] = {
@@ -53,6 +54,7 @@ static const struct option run_options[] = {
 	{ "report", required_argument, NULL, OPT_REPORT },
 	{ "events", required_argument, NULL, OPT_EVENTS },
 	{ "start-fd", required_argument, NULL, OPT_START_FD },
+	{ "argv-fd", required_argument, NULL, OPT_ARGV_FD },
 	{ "audit", required_argument, NULL, OPT_AUDIT },
 	{ "audit-key", required_argument, NULL, OPT_AUDIT_KEY },
 	{ "audit-stacks", required_argument, NULL, OPT_AUDIT_STACKS },
@@ -116,7 +118,7 @@ static int parse_u64(const char *s, uint64_t *ret)
 
 void run_args_init(struct run_args *a)
 {
-	*a = (struct run_args){ .o.start_fd = -1 };
+	*a = (struct run_args){ .o.start_fd = -1, .o.argv_fd = -1 };
 }
 
 static int parse_mode(const char *arg, enum sup_mode *ret, struct moat_error *e)
@@ -147,7 +149,7 @@ static int parse_seconds(const char *arg, double *ret, struct moat_error *e)
 	return 0;
 }
 
-static int parse_start_fd(const char *arg, int *ret, struct moat_error *e)
+static int parse_fd(const char *opt, const char *arg, int *ret, struct moat_error *e)
 {
 	char *end;
 	long fd;
@@ -155,7 +157,7 @@ static int parse_start_fd(const char *arg, int *ret, struct moat_error *e)
 	errno = 0;
 	fd = strtol(arg, &end, 10);
 	if (errno || end == arg || *end || fd < 0 || fd > 1 << 20)
-		return moat_error_set(e, EINVAL, "--start-fd takes a file descriptor number, not '%s'",
+		return moat_error_set(e, EINVAL, "%s takes a file descriptor number, not '%s'", opt,
 				      arg);
 	*ret = (int)fd;
 	return 0;
@@ -324,7 +326,9 @@ static int parse_one(struct run_args *a, int opt, const char *word, int argc, ch
 		o->events_spec = optarg;
 		return 0;
 	case OPT_START_FD:
-		return parse_start_fd(optarg, &o->start_fd, e);
+		return parse_fd("--start-fd", optarg, &o->start_fd, e);
+	case OPT_ARGV_FD:
+		return parse_fd("--argv-fd", optarg, &o->argv_fd, e);
 	case OPT_AUDIT:
 		o->audit_path = optarg;
 		return 0;
@@ -398,6 +402,14 @@ int run_args_check(const struct run_args *a, int argc, struct moat_error *e)
 		return moat_error_set(e, EINVAL, "--start-fd takes the command from its fd, not after --");
 	if (a->o.start_fd < 0 && a->first >= argc)
 		return moat_error_set(e, EINVAL, "no command given");
+	if (a->o.argv_fd >= 0 && (a->o.start_fd < 0 || a->o.argv_fd == a->o.start_fd ||
+				  a->o.argv_fd <= STDERR_FILENO))
+		return moat_error_set(e, EINVAL, "--argv-fd goes with --start-fd, on another fd "
+				      "above 2");
+	/* The stream's header names the command; with --argv-fd the command may run (and
+	 * be recorded) before the supervisor reads it. */
+	if (a->o.argv_fd >= 0 && a->o.audit_path)
+		return moat_error_set(e, EINVAL, "--argv-fd cannot go with --audit");
 	if (!a->cow_on && (a->cow.commit || a->cow.discard || a->cow.export_path || a->cow.dir))
 		return moat_error_set(e, EINVAL, "--commit, --discard, --export and --cow-dir go with --cow");
 	if (a->cow.commit && a->cow.discard)

@@ -46,6 +46,8 @@ const char cli_run_usage[] =
 	"  --events FILE|fd:N     live JSON lines: denials with rule and hint, limits, result\n"
 	"  --start-fd N           build the sandbox, then read the command from fd N as JSON\n"
 	"                         {\"argv\": [...], \"timeout\": SECS} (a warm start; no -- COMMAND)\n"
+	"  --argv-fd N            with --start-fd: the waiting command reads its argv from fd N\n"
+	"                         itself, in moat's internal format (moat serve; not with --audit)\n"
 	"  --audit FILE           decision stream (.moat); --audit-key FILE signs it\n"
 	"  --audit-stacks denied|all   --session ID   --tenant ID   --run-id ID\n"
 	"  --output-in-workspace  allow --report/--audit where the sandbox can write\n"

@@ -59,6 +59,7 @@
 #include "policy.h"
 #include "proc-ops.h"
 #include "serve.h"
+#include "spawn.h"
 #include "sup.h"
 #include "vfs.h"
 
@@ -75,7 +76,7 @@
 #define WARM_DEPTH_DEFAULT 2
 
 enum src_kind { SRC_LISTEN, SRC_SIGNAL, SRC_CLIENT, SRC_PIDFD, SRC_STDOUT, SRC_STDERR,
-		SRC_EVENTS, SRC_STDIN, SRC_GO };
+		SRC_EVENTS, SRC_STDIN, SRC_GO, SRC_ARGV };
 
 /* What an epoll event is about: embedded in the object that owns the fd. */
 struct src {
@@ -91,23 +92,28 @@ struct buf {
 
 struct client;
 
+/* Bytes for a pipe of the command's: what is written so far. */
+struct pending {
+	char *data;
+	size_t len, off;
+};
+
 struct exec {
 	struct exec *next_dead;         /* finished: freed after the current batch of events */
 	struct sandbox *sb;
 	json_t *req_id;
 	bool stream;
 	pid_t pid;
-	struct src pidfd, out, err, ev, in, go;
+	struct src pidfd, out, err, ev, in, go, argv;
 	bool exited;
 	int wstatus;
 	struct buf stdout_b, stderr_b, ev_line;
 	bool stdout_trunc, stderr_trunc;
 	json_t *denials;
 	uint64_t denials_dropped;
-	char *stdin_data;               /* what is left to write to the command's stdin */
-	size_t stdin_len, stdin_off;
-	char *go_data;                  /* the command, for `moat run --start-fd` */
-	size_t go_len, go_off;
+	struct pending in_p;            /* the command's stdin */
+	struct pending go_p;            /* the command, for `moat run --start-fd` (JSON) */
+	struct pending argv_p;          /* its argv, for the waiting command (--argv-fd) */
 	char report[PATH_MAX];
 	uint64_t t0, kill_ms;
 };
@@ -428,6 +434,7 @@ static void warm_drop(struct server *S, struct sandbox *sb)
 {
 	for (unsigned i = 0; i < sb->n_warm; i++) {
 		src_close(S, &sb->warm[i]->go);
+		src_close(S, &sb->warm[i]->argv);
 		exec_kill(sb->warm[i], SIGTERM);
 	}
 }
@@ -731,18 +738,20 @@ static void exec_free(struct server *S, struct exec *x)
 	src_close(S, &x->ev);
 	src_close(S, &x->in);
 	src_close(S, &x->go);
+	src_close(S, &x->argv);
 	buf_free(&x->stdout_b);
 	buf_free(&x->stderr_b);
 	buf_free(&x->ev_line);
 	json_decref(x->denials);
 	json_decref(x->req_id);
-	free(x->stdin_data);
-	free(x->go_data);
+	free(x->in_p.data);
+	free(x->go_p.data);
+	free(x->argv_p.data);
 	free(x);
 }
 
 _noreturn_ static void exec_child(struct server *S, struct sandbox *sb, char **argv,
-				  const int fds[5], pid_t parent)
+				  const int fds[6], pid_t parent)
 {
 	sigset_t none;
 
@@ -751,11 +760,12 @@ _noreturn_ static void exec_child(struct server *S, struct sandbox *sb, char **a
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	signal(SIGPIPE, SIG_DFL);
-	/* 0-2 the command's stdio, 3 its events, 4 where the command itself will come */
-	for (int i = 0; i < 5; i++)
+	/* 0-2 the command's stdio, 3 its events, 4 where the command itself will come (for
+	 * the run), 5 its argv (for the waiting command) */
+	for (int i = 0; i < 6; i++)
 		if (dup2(fds[i], i) < 0)
 			_exit(MOAT_EXIT_FAILURE);
-	syscall(SYS_close_range, 5, ~0U, 0);
+	syscall(SYS_close_range, 6, ~0U, 0);
 	if (chdir(sb->workspace) < 0) {
 		dprintf(2, "moat serve: cannot enter the workspace %s: %m\n", sb->workspace);
 		_exit(MOAT_EXIT_FAILURE);
@@ -775,14 +785,15 @@ static int make_pipe(int p[2], bool parent_reads)
 }
 
 /*
- * Start `moat run --start-fd 4` for sb: it builds the sandbox and waits for the command
- * on fd 4. Every exec goes this way; the pool only does it ahead of time, so a warm
- * exec and a cold one differ in when the set-up ran, never in what it did.
+ * Start `moat run --start-fd 4 --argv-fd 5` for sb: it builds the sandbox, and its
+ * command waits for its argv on fd 5, which the run passes on to it, while the run
+ * learns the command on fd 4. Every exec goes this way; the pool only does it ahead of
+ * time, so a warm exec and a cold one differ in when the set-up ran, never in what it did.
  */
 static struct exec *exec_spawn(struct server *S, struct sandbox *sb)
 {
-	int p[5][2] = { { -1, -1 }, { -1, -1 }, { -1, -1 }, { -1, -1 }, { -1, -1 } };
-	int child_fds[5];
+	int p[6][2] = { { -1, -1 }, { -1, -1 }, { -1, -1 }, { -1, -1 }, { -1, -1 }, { -1, -1 } };
+	int child_fds[6];
 	size_t k = 0;
 	char **argv = NULL;
 	struct exec *x = calloc(1, sizeof(*x));
@@ -790,7 +801,7 @@ static struct exec *exec_spawn(struct server *S, struct sandbox *sb)
 
 	if (!x || !(x->denials = json_array()))
 		goto fail;
-	x->pidfd.fd = x->out.fd = x->err.fd = x->ev.fd = x->in.fd = x->go.fd = -1;
+	x->pidfd.fd = x->out.fd = x->err.fd = x->ev.fd = x->in.fd = x->go.fd = x->argv.fd = -1;
 	x->sb = sb;
 	if (pathf(x->report, sizeof(x->report), "%s/exec-%u.json", sb->dir, ++sb->n_execs) < 0)
 		goto fail;
@@ -808,25 +819,28 @@ static struct exec *exec_spawn(struct server *S, struct sandbox *sb)
 	argv[k++] = x->report;
 	argv[k++] = "--start-fd";
 	argv[k++] = "4";
+	argv[k++] = "--argv-fd";
+	argv[k++] = "5";
 	argv[k] = NULL;
 	if (make_pipe(p[0], false) < 0 || make_pipe(p[1], true) < 0 || make_pipe(p[2], true) < 0 ||
-	    make_pipe(p[3], true) < 0 || make_pipe(p[4], false) < 0)
+	    make_pipe(p[3], true) < 0 || make_pipe(p[4], false) < 0 || make_pipe(p[5], false) < 0)
 		goto fail;
-	for (int i = 0; i < 5; i++)
-		child_fds[i] = p[i][i == 0 || i == 4 ? 0 : 1];
+	for (int i = 0; i < 6; i++)
+		child_fds[i] = p[i][i == 0 || i >= 4 ? 0 : 1];
 	x->pid = fork();
 	if (x->pid < 0)
 		goto fail;
 	if (x->pid == 0)
 		exec_child(S, sb, argv, child_fds, parent);
 	free(argv);
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < 6; i++)
 		close(child_fds[i]);
 	x->in = (struct src){ SRC_STDIN, p[0][1], x };
 	x->out = (struct src){ SRC_STDOUT, p[1][0], x };
 	x->err = (struct src){ SRC_STDERR, p[2][0], x };
 	x->ev = (struct src){ SRC_EVENTS, p[3][0], x };
 	x->go = (struct src){ SRC_GO, p[4][1], x };
+	x->argv = (struct src){ SRC_ARGV, p[5][1], x };
 	x->pidfd = (struct src){ SRC_PIDFD, (int)syscall(SYS_pidfd_open, x->pid, 0), x };
 	ep_add(S, &x->out, EPOLLIN);
 	ep_add(S, &x->err, EPOLLIN);
@@ -837,7 +851,7 @@ static struct exec *exec_spawn(struct server *S, struct sandbox *sb)
 	return x;
 fail:
 	log_warning("serve: cannot start a sandbox: %s", strerror(errno ? errno : ENOMEM));
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < 6; i++)
 		for (int j = 0; j < 2; j++)
 			if (p[i][j] >= 0)
 				close(p[i][j]);
@@ -870,39 +884,35 @@ static void warm_up(struct server *S, struct sandbox *sb)
 	}
 }
 
-/* Write what is pending into a pipe of the command (stdin, the command) as far as it
- * goes without blocking; all written, or the reader gone: EOF. True when closed. */
-static bool push_pending(struct server *S, struct src *s)
+static struct pending *pending_of(struct src *s)
 {
 	struct exec *x = s->owner;
-	char *data = s->kind == SRC_STDIN ? x->stdin_data : x->go_data;
-	size_t len = s->kind == SRC_STDIN ? x->stdin_len : x->go_len;
-	size_t *off = s->kind == SRC_STDIN ? &x->stdin_off : &x->go_off;
-	ssize_t n = nb_io(s->fd, NULL, data + *off, len - *off);
+
+	return s->kind == SRC_STDIN ? &x->in_p : s->kind == SRC_GO ? &x->go_p : &x->argv_p;
+}
+
+/* Write what is pending into a pipe of the command (stdin, the command, its argv) as far
+ * as it goes without blocking; all written, or the reader gone: EOF. True when closed. */
+static bool push_pending(struct server *S, struct src *s)
+{
+	struct pending *p = pending_of(s);
+	ssize_t n = nb_io(s->fd, NULL, p->data + p->off, p->len - p->off);
 
 	if (n > 0)
-		*off += (size_t)n;
-	if (n == 0 || *off == len) {
+		p->off += (size_t)n;
+	if (n == 0 || p->off == p->len) {
 		src_close(S, s);
 		return true;
 	}
 	return false;
 }
 
-/* Bytes to write into a pipe of the command (stdin, the command): at once as far as the
- * pipe takes them (a warm sandbox waits for its command: no turn of the loop in
- * between), the rest from the loop. */
+/* Bytes to write into a pipe of the command (stdin, the command, its argv): at once as
+ * far as the pipe takes them (a warm sandbox waits for its command: no turn of the loop
+ * in between), the rest from the loop. */
 static void pending_write(struct server *S, struct src *s, char *data, size_t len)
 {
-	struct exec *x = s->owner;
-
-	if (s->kind == SRC_STDIN) {
-		x->stdin_data = data;
-		x->stdin_len = len;
-	} else {
-		x->go_data = data;
-		x->go_len = len;
-	}
+	*pending_of(s) = (struct pending){ .data = data, .len = len };
 	if (!len)
 		src_close(S, s); /* nothing to write: EOF at once */
 	else if (!push_pending(S, s))
@@ -915,9 +925,11 @@ static void op_exec(struct server *S, struct client *c, json_t *id, json_t *req,
 	json_t *jargv = json_object_get(req, "argv"), *jin = json_object_get(req, "stdin");
 	json_t *jt = json_object_get(req, "timeout"), *v, *go;
 	struct sandbox *sb = sid ? sandbox_find(S, c, sid) : NULL;
-	char tbuf[40], *go_text, *in_copy = NULL;
-	size_t n, i;
+	char tbuf[40], *go_text, *in_copy = NULL, *packed = NULL;
+	_cleanup_free_ char **av = NULL;
+	size_t n, i, packed_len = 0;
 	struct exec *x;
+	int r;
 
 	if (!sb)
 		return send_error(S, c, id, "not_found", "no sandbox '%s' on this connection",
@@ -935,9 +947,21 @@ static void op_exec(struct server *S, struct client *c, json_t *id, json_t *req,
 		return send_error(S, c, id, "bad_request", "exec: stdin is a string");
 	if (jt && limit_text(jt, tbuf, sizeof(tbuf)) < 0)
 		return send_error(S, c, id, "bad_request", "exec: timeout is a positive number of seconds");
+	if (!(av = calloc(n + 1, sizeof(*av))))
+		return send_error(S, c, id, "internal", "out of memory");
+	json_array_foreach(jargv, i, v)
+		av[i] = (char *)json_string_value(v);
+	/* Packed now, for the waiting command (--argv-fd): too long is the client's error. */
+	r = spawn_pack_argv(av, &packed, &packed_len);
+	if (r == -E2BIG)
+		return send_error(S, c, id, "bad_request", "exec: argv takes more than %d bytes",
+				  SPAWN_ARGV_MAX);
+	if (r < 0)
+		return send_error(S, c, id, "internal", "out of memory");
 	if (S->n_running >= S->max_running && !dequeued) {
 		struct waiting *w = calloc(1, sizeof(*w));
 
+		free(packed); /* made again when it is its turn */
 		if (!w)
 			return send_error(S, c, id, "internal", "out of memory");
 		w->client = c->serial;
@@ -965,12 +989,15 @@ static void op_exec(struct server *S, struct client *c, json_t *id, json_t *req,
 			strcat(line, "\n");
 		go_text = line;
 	}
-	if (jin && !(in_copy = malloc(json_string_length(jin) + 1))) {
+	if (go_text && jin && !(in_copy = malloc(json_string_length(jin) + 1))) {
 		free(go_text);
+		free(packed);
 		go_text = NULL;
 	}
-	if (!go_text)
+	if (!go_text) {
+		free(packed);
 		return send_error(S, c, id, "internal", "out of memory");
+	}
 	if (jin)
 		memcpy(in_copy, json_string_value(jin), json_string_length(jin));
 
@@ -985,6 +1012,7 @@ static void op_exec(struct server *S, struct client *c, json_t *id, json_t *req,
 		x = exec_spawn(S, sb);
 	if (!x) {
 		free(go_text);
+		free(packed);
 		free(in_copy);
 		return send_error(S, c, id, "internal", "cannot start the command: %s",
 				  strerror(errno ? errno : ENOMEM));
@@ -992,6 +1020,10 @@ static void op_exec(struct server *S, struct client *c, json_t *id, json_t *req,
 	x->req_id = json_incref(id);
 	x->stream = json_is_true(json_object_get(req, "stream"));
 	x->t0 = now_ms();
+	/* The command's argv first: it starts without a hop through the run, and ahead of
+	 * the run's wake-up. The run's line follows in this same turn; a run whose command
+	 * ended before the line came waits for it (sup.c, collect_start_line()). */
+	pending_write(S, &x->argv, packed, packed_len);
 	pending_write(S, &x->go, go_text, strlen(go_text));
 	pending_write(S, &x->in, in_copy, jin ? json_string_length(jin) : 0);
 	sb->running = x;
@@ -1137,7 +1169,7 @@ static void on_exec_fd(struct server *S, struct src *s)
 
 	if (s->fd < 0 || !x->sb)
 		return; /* closed earlier in this batch of events, or finished */
-	if (s->kind == SRC_STDIN || s->kind == SRC_GO) {
+	if (s->kind == SRC_STDIN || s->kind == SRC_GO || s->kind == SRC_ARGV) {
 		push_pending(S, s);
 		return;
 	}
@@ -1147,6 +1179,7 @@ static void on_exec_fd(struct server *S, struct src *s)
 			src_close(S, s);
 			src_close(S, &x->in);
 			src_close(S, &x->go);
+			src_close(S, &x->argv);
 			exec_maybe_done(S, x);
 		}
 		return;
@@ -1548,6 +1581,7 @@ static void reap_all(struct server *S)
 				src_close(S, &x->pidfd);
 				src_close(S, &x->in);
 				src_close(S, &x->go);
+				src_close(S, &x->argv);
 				exec_maybe_done(S, x); /* may free sb: next was read before */
 				break;
 			}
@@ -1701,6 +1735,7 @@ int serve_cli(int argc, char **argv)
 			case SRC_EVENTS:
 			case SRC_STDIN:
 			case SRC_GO:
+			case SRC_ARGV:
 			default:
 				on_exec_fd(&S, s);
 				break;

@@ -19,6 +19,12 @@
  * stop means the attempt is over: the thread is detached (a signal it stopped for is
  * handed back), and a restarted exec is notified and seized again.
  *
+ * The command moat starts is seized early, when its listener arrives (before any of its
+ * notifications can be answered): until its exec it runs moat's code, whose failed exec
+ * is followed by another exec or by _exit(), so its attempts are written down by the
+ * notifier itself, with no hand-over and no interrupt, and a warm start's request path
+ * carries neither.
+ *
  * ptrace requests are only accepted from the thread that attached, so one tracer thread
  * owns every seized task and waits for their stops (__WNOTHREAD: its own tracees only; the
  * main loop's reaping is __WNOTHREAD as well, so neither takes the other's events). A
@@ -56,6 +62,7 @@ struct req {
 	uint64_t token;
 	dev_t dev;              /* the inode checked (0/0: none, e.g. an fd that is gone) */
 	ino_t ino;
+	bool early;             /* exectrace_seize_early() */
 	int result;
 	bool done;
 	struct req *next;
@@ -67,6 +74,9 @@ struct watched {
 	dev_t dev;
 	ino_t ino;
 	bool killed;            /* waiting for its exit, which only we can collect */
+	bool early;             /* seized while it waited for its command, which is still
+	                           moat's own code: until its exec stop, its exec attempts
+	                           are recorded without a hand-over and need no interrupt */
 };
 
 struct exectrace {
@@ -78,8 +88,9 @@ struct exectrace {
 	struct req *head, *tail; /* under lock */
 	bool stop;               /* under lock */
 	uint64_t next_token;     /* under lock */
-	struct watched *w;       /* the tracer thread's own */
-	size_t n, cap;
+	struct watched *w;       /* under lock: changed by the tracer thread only, but read
+	                            and updated by exectrace_watch() for an early seize */
+	size_t n, cap;           /* under lock */
 };
 
 static void on_wake(int sig)
@@ -292,9 +303,12 @@ static void serve(struct exectrace *t, struct req *q)
 			return;
 		}
 		w = &t->w[t->n++];
-		*w = (struct watched){ .tid = q->tid };
+		*w = (struct watched){ .tid = q->tid, .early = q->early };
 	} else if (w->killed) {
 		q->result = -ESRCH;
+		return;
+	} else if (q->early) {
+		q->result = -EALREADY; /* seized for an exec already: that one is armed */
 		return;
 	}
 	/* Still ours from an attempt that failed before we saw it stop: this one counts. */
@@ -314,28 +328,32 @@ static void *tracer_main(void *arg)
 	pthread_sigmask(SIG_UNBLOCK, &wake, NULL);
 	for (;;) {
 		struct req *q;
-		bool stop;
-		int status;
+		bool stop, served = false;
+		size_t n;
+		int status, err;
 		pid_t pid;
 
+		/* Under the lock throughout: exectrace_watch() reads the entries too. A
+		 * request's memory is its caller's once done is set: next is read first. */
 		pthread_mutex_lock(&t->lock);
 		q = t->head;
 		t->head = t->tail = NULL;
 		stop = t->stop;
-		pthread_mutex_unlock(&t->lock);
 		while (q) {
 			struct req *next = q->next;
 
 			serve(t, q);
-			pthread_mutex_lock(&t->lock);
 			q->done = true;
-			pthread_cond_broadcast(&t->done);
-			pthread_mutex_unlock(&t->lock);
+			served = true;
 			q = next;
 		}
+		if (served)
+			pthread_cond_broadcast(&t->done);
+		n = t->n;
+		pthread_mutex_unlock(&t->lock);
 		if (stop)
 			break;
-		if (t->n == 0) {
+		if (n == 0) {
 			struct timespec ts;
 
 			/* A request posts it; EINTR just goes round. Bounded, because a tracee
@@ -356,18 +374,19 @@ static void *tracer_main(void *arg)
 		}
 		/* A request interrupts this with SIGUSR2 (no SA_RESTART). */
 		pid = waitpid(-1, &status, __WALL | __WNOTHREAD);
-		if (pid < 0 && errno == ECHILD)
+		err = pid < 0 ? errno : 0;
+		pthread_mutex_lock(&t->lock);
+		if (err == ECHILD)
 			t->n = 0; /* none is ours any more (reaped by a teardown sweep) */
-		if (pid <= 0)
-			continue;
-		if (WIFSTOPPED(status)) {
+		if (pid > 0 && WIFSTOPPED(status)) {
 			on_stop(t, pid, status);
-		} else if (WIFEXITED(status) || WIFSIGNALED(status)) {
+		} else if (pid > 0 && (WIFEXITED(status) || WIFSIGNALED(status))) {
 			struct watched *w = find(t, pid);
 
 			if (w)
 				forget(t, w);
 		}
+		pthread_mutex_unlock(&t->lock);
 	}
 	return NULL;
 }
@@ -413,16 +432,31 @@ static int request(struct exectrace *t, struct req *q, bool new_token)
 int exectrace_watch(struct sup_ctx *s, pid_t tid, const struct stat *checked,
 		    uint64_t *ret_token)
 {
+	struct exectrace *t = s->exectrace;
 	struct req q = { .kind = REQ_SEIZE, .tid = tid };
+	struct watched *w;
 	int r;
 
-	if (!s->exectrace)
+	if (!t)
 		return -ENOSYS;
 	if (checked) {
 		q.dev = checked->st_dev;
 		q.ino = checked->st_ino;
 	}
-	r = request(s->exectrace, &q, true);
+	/* Seized early (the command of a warm start): already ours, so the attempt is only
+	 * written down, with no hand-over to the tracer thread on the request's path. */
+	pthread_mutex_lock(&t->lock);
+	w = t->stop ? NULL : find(t, tid);
+	if (w && w->early && !w->killed) {
+		w->dev = q.dev;
+		w->ino = q.ino;
+		w->token = ++t->next_token;
+		pthread_mutex_unlock(&t->lock);
+		*ret_token = 0; /* nothing to arm: see exectrace_seize_early() */
+		return 0;
+	}
+	pthread_mutex_unlock(&t->lock);
+	r = request(t, &q, true);
 	if (r < 0)
 		return r;
 	*ret_token = q.token;
@@ -433,8 +467,30 @@ void exectrace_armed(struct sup_ctx *s, pid_t tid, uint64_t token)
 {
 	struct req q = { .kind = REQ_ARMED, .tid = tid, .token = token };
 
-	if (s->exectrace)
+	if (s->exectrace && token)
 		(void)request(s->exectrace, &q, false);
+}
+
+int exectrace_seize_early(struct sup_ctx *s, pid_t tid, int pidfd)
+{
+	struct req q = { .kind = REQ_SEIZE, .tid = tid, .early = true };
+	int r;
+
+	if (!s->exectrace)
+		return -ENOSYS;
+	r = request(s->exectrace, &q, true);
+	if (r < 0)
+		return r;
+	/* The pidfd was opened before the seize: if its process is still there, tid was
+	 * that process all along (a pid is not reused while its process lives). Otherwise
+	 * tid may name another process by now: the interrupt's stop lets it go. */
+	if (syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) < 0) {
+		r = -errno;
+		(void)request(s->exectrace, &(struct req){ .kind = REQ_ARMED, .tid = tid,
+							   .token = q.token }, false);
+		return r;
+	}
+	return 0;
 }
 
 int exectrace_start(struct sup_ctx *s)

@@ -391,7 +391,7 @@ static int ep_add(int epfd, int fd)
 static void take_listener(struct run *R, pid_t from, int remote_fd)
 {
 	_cleanup_close_ int pidfd = -1;
-	int fd;
+	int fd, r;
 
 	if (R->ctx.listener >= 0)
 		return; /* only the first, from our own command, is trusted */
@@ -410,6 +410,13 @@ static void take_listener(struct run *R, pid_t from, int remote_fd)
 	R->ctx.cmd_host_pid = from;
 	/* Linux 6.6: wake the tracee on the CPU that answered it; absent is only slower. */
 	R->sync_wake_up = notify_set_sync_wake_up(fd) >= 0;
+	/* Before any notifier may answer it: the command still runs moat's code (it waits
+	 * for its argv, or for its first exec's answer), so its exec needs no seize later,
+	 * on a warm start's request path. Failing that, the exec seizes it as usual. */
+	r = exectrace_seize_early(&R->ctx, from, pidfd);
+	if (r < 0)
+		log_debug("the command (pid %d) is seized at its exec instead: %s", from,
+			  strerror(-r));
 	for (unsigned i = 0; i < R->n_notifiers; i++)
 		sem_post(&R->listener_ready);
 }
@@ -670,13 +677,38 @@ static void on_start(struct run *R)
 	R->start_wall_ns = wall_ns();
 	audit_header(R);
 	start_timeout(R);
-	if (spawn_send_argv(R->syncfd, argv) < 0)
+	/* With --argv-fd the command has its argv from moat serve already, or has it
+	 * soon: this one only tells the report and the timeout. */
+	if (o->argv_fd < 0 && spawn_send_argv(R->syncfd, argv) < 0)
 		goto bad;
 	return;
 bad:
 	log_error("--start-fd: expected {\"argv\": [...], \"timeout\": SECONDS}");
 	R->setup_errno = EPROTO;
 	stop(R, SUP_REASON_SETUP_FAILED, 0);
+}
+
+/*
+ * --argv-fd: moat serve writes the command's argv before the run's line, so that the
+ * command starts first. A command that made any call had its argv, so the server has
+ * written the line as well, in the same turn of its loop; it may still be on its way
+ * when the command has ended already. Wait for it, bounded: the report names the
+ * command and its wall time starts there.
+ */
+#define START_LINE_WAIT_MS 2000
+static void collect_start_line(struct run *R)
+{
+	const struct sup_opts *o = R->o;
+
+	for (int i = 0; i < START_REQ_MAX / 4096 && o->start_fd >= 0 && o->argv_fd >= 0 &&
+			!R->started && !R->setup_errno && atomic_load(&R->ctx.n.notified);
+	     i++) {
+		struct pollfd p = { .fd = o->start_fd, .events = POLLIN };
+
+		if (poll(&p, 1, START_LINE_WAIT_MS) <= 0)
+			break;
+		on_start(R);
+	}
 }
 
 static int loop(struct run *R)
@@ -1537,6 +1569,9 @@ int sup_run(struct sup_opts *o)
 	plan.opts = o;
 	plan.argv = o->argv;
 	plan.wait_argv = o->start_fd >= 0;
+	plan.argv_fd = plan.wait_argv && o->argv_fd >= 0 ? o->argv_fd : -1;
+	if (plan.argv_fd >= 0) /* the waiting command's until its exec, nobody's after it */
+		fcntl(plan.argv_fd, F_SETFD, FD_CLOEXEC);
 	plan.features = &R->feat;
 	plan.namespaced = R->ctx.namespaced;
 	plan.cwd = vfs_initial_cwd(o->vfs);
@@ -1570,6 +1605,8 @@ int sup_run(struct sup_opts *o)
 
 	R->keeper = spawn_start(&plan, &R->pidfd);
 	safe_close(sv[1]);
+	if (plan.argv_fd >= 0)
+		close(plan.argv_fd); /* the keeper passes it on; we never read it */
 	r = R->keeper >= 0 ? term_relay_start(&R->term) : 0;
 	if (r < 0)
 		log_error("cannot copy the sandbox's output to the terminal: %s", strerror(-r));
@@ -1634,6 +1671,7 @@ int sup_run(struct sup_opts *o)
 	r = loop(R);
 	if (r < 0)
 		log_error("supervisor loop failed: %s", strerror(-r));
+	collect_start_line(R);
 
 	/* Teardown: whatever ended the run, nothing of it survives. The keeper and the
 	 * cgroup are killed through fds opened before the sandbox started; only the last

@@ -51,6 +51,8 @@ struct sup_opts {
 	const char *report_path;
 	const char *events_spec;       /* --events FILE|fd:N (events.h) */
 	int start_fd;                 /* --start-fd N: the command arrives here later, or -1 */
+	int argv_fd;                  /* --argv-fd N: and the waiting command reads its argv
+	                                 here itself (spawn_pack_argv()), or -1 */
 	const char *audit_path;
 	bool output_in_workspace;     /* --report/--audit may be where the sandbox can write */
 	const char *run_id;           /* --run-id, NULL: a random one */

@@ -167,49 +167,81 @@ int spawn_write_idmaps(pid_t pid, uid_t uid, gid_t gid)
 	return write_file(path, map);
 }
 
-int spawn_send_argv(int fd, char *const *argv)
+int spawn_pack_argv(char *const *argv, char **ret, size_t *ret_len)
 {
-	size_t len = 0, off = 0;
-	char *blob;
-	int r;
+	struct sync_msg m = { .type = SYNC_ARGV };
+	size_t len = 0, off = sizeof(m);
+	char *buf;
 
 	for (char *const *a = argv; *a; a++)
 		len += strlen(*a) + 1;
 	if (len == 0 || len > SPAWN_ARGV_MAX)
 		return -E2BIG;
-	blob = malloc(len);
-	if (!blob)
+	buf = malloc(sizeof(m) + len);
+	if (!buf)
 		return -ENOMEM;
+	m.value = (int)len;
+	memcpy(buf, &m, sizeof(m));
 	for (char *const *a = argv; *a; a++) {
 		size_t l = strlen(*a) + 1;
 
-		memcpy(blob + off, *a, l);
+		memcpy(buf + off, *a, l);
 		off += l;
 	}
-	r = sync_send(fd, SYNC_ARGV, (int)len, 0);
-	if (r >= 0 && send(fd, blob, len, MSG_NOSIGNAL) != (ssize_t)len)
-		r = -EIO;
-	free(blob);
-	return r;
+	*ret = buf;
+	*ret_len = off;
+	return 0;
+}
+
+int spawn_send_argv(int fd, char *const *argv)
+{
+	_cleanup_free_ char *buf = NULL;
+	size_t len;
+	int r = spawn_pack_argv(argv, &buf, &len);
+
+	if (r < 0)
+		return r;
+	/* Two messages on the seqpacket socket: the header, then the strings. */
+	if (send(fd, buf, sizeof(struct sync_msg), MSG_NOSIGNAL) != sizeof(struct sync_msg) ||
+	    send(fd, buf + sizeof(struct sync_msg), len - sizeof(struct sync_msg), MSG_NOSIGNAL) !=
+		    (ssize_t)(len - sizeof(struct sync_msg)))
+		return -EIO;
+	return 0;
+}
+
+/* len bytes, or false: from the sync socket (one message per read) or a pipe (as many
+ * reads as it takes). */
+static bool read_full(int fd, void *buf, size_t len)
+{
+	size_t off = 0;
+
+	while (off < len) {
+		ssize_t got = read(fd, (char *)buf + off, len - off);
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			return false;
+		off += (size_t)got;
+	}
+	return true;
 }
 
 /*
- * The waiting command's side: the argv the supervisor sent, as a NULL-ended array in
- * memory of its own. mmap rather than malloc: this process descends by raw clones from
- * one with threads, so a malloc arena lock another thread held then is held for good.
+ * The waiting command's side: the argv the supervisor (or moat serve, on --argv-fd)
+ * sent, as a NULL-ended array in memory of its own. mmap rather than malloc: this
+ * process descends by raw clones from one with threads, so a malloc arena lock another
+ * thread held then is held for good.
  */
-static char **recv_argv(int sync_fd)
+static char **recv_argv(int fd)
 {
 	struct sync_msg m;
 	size_t len, k = 0;
 	char *blob, **argv;
-	ssize_t got;
 	void *mem;
 
-	do
-		got = read(sync_fd, &m, sizeof(m));
-	while (got < 0 && errno == EINTR);
-	if (got != sizeof(m) || m.type != SYNC_ARGV || m.value <= 0 || m.value > SPAWN_ARGV_MAX)
+	if (!read_full(fd, &m, sizeof(m)) || m.type != SYNC_ARGV || m.value <= 0 ||
+	    m.value > SPAWN_ARGV_MAX)
 		return NULL;
 	len = (size_t)m.value;
 	/* at most one string per byte: the pointers fit behind the strings */
@@ -219,10 +251,7 @@ static char **recv_argv(int sync_fd)
 		return NULL;
 	argv = mem;
 	blob = (char *)(argv + len + 1);
-	do
-		got = read(sync_fd, blob, len);
-	while (got < 0 && errno == EINTR);
-	if (got != m.value || blob[len - 1] != '\0')
+	if (!read_full(fd, blob, len) || blob[len - 1] != '\0')
 		return NULL;
 	for (size_t off = 0; off < len; off += strlen(blob + off) + 1)
 		argv[k++] = blob + off;
@@ -705,8 +734,10 @@ _noreturn_ static void command_main(struct spawn_plan *p, pid_t keeper)
 	 * request costs one message and the exec. Nothing of the request changes what
 	 * came before (the environment, the directory and the limits are the run's); the
 	 * filter is already in place, and read and malloc are native under it. Only this
-	 * process reads the sync socket now: the keeper waits for signals. */
-	if (p->wait_argv && !(p->argv = recv_argv(p->sync_fd)))
+	 * process reads the sync socket now: the keeper waits for signals. With --argv-fd
+	 * the argv comes from moat serve itself, one hop shorter than through the
+	 * supervisor, which learns the command on --start-fd at the same time. */
+	if (p->wait_argv && !(p->argv = recv_argv(p->argv_fd >= 0 ? p->argv_fd : p->sync_fd)))
 		child_fail(p->sync_fd, STAGE_SYNC, EPROTO);
 
 	environ = p->envp;
@@ -774,6 +805,8 @@ _noreturn_ static void keeper_main(struct spawn_plan *p)
 		child_fail(p->sync_fd, STAGE_FORK, errno);
 	if (cmd == 0)
 		command_main(p, self);
+	if (p->argv_fd >= 0)
+		close(p->argv_fd); /* the command's alone */
 
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);

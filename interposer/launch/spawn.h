@@ -29,7 +29,8 @@ enum sync_type {
 	SYNC_DNS,             /* init -> supervisor: SCM_RIGHTS = the sandbox's DNS socket,
 	                         or none and value = errno (netns.c) */
 	SYNC_ARGV,            /* supervisor -> command (--start-fd): value = the length of
-	                         the next message, the command's argv packed NUL-separated */
+	                         the next message, the command's argv packed NUL-separated;
+	                         or the same bytes from moat serve on --argv-fd */
 };
 
 #define SPAWN_ARGV_MAX (128 * 1024) /* the packed argv of SYNC_ARGV, NULs included */
@@ -53,6 +54,8 @@ struct spawn_plan {
 	                           listener handed over, waits for SYNC_ARGV before it execs
 	                           (the sandbox is built first: a warm start) */
 	char **argv;            /* the command: opts->argv, or what SYNC_ARGV brought */
+	int argv_fd;            /* --argv-fd: where SYNC_ARGV comes from instead of sync_fd
+	                           (straight from moat serve), or -1 */
 	const char *cwd;        /* where the command starts (virtual path) */
 	int devnull_fd;
 	int stdio[3];           /* the command's fd 0-2 if >= 0 (term.c's ptys), else inherited */
@@ -69,6 +72,10 @@ int spawn_write_idmaps(pid_t pid, uid_t uid, gid_t gid);
 
 /* Supervisor -> the waiting command: its argv, once known (--start-fd). */
 int spawn_send_argv(int fd, char *const *argv);
+/* The bytes of that message, for a writer of --argv-fd: SYNC_ARGV and its length, then
+ * the strings, NUL-ended (malloc'ed into *ret, its size in *ret_len). -E2BIG past
+ * SPAWN_ARGV_MAX or for an empty argv, -ENOMEM. */
+int spawn_pack_argv(char *const *argv, char **ret, size_t *ret_len);
 
 /* Stage names for SYNC_SETUP_FAILED. */
 const char *spawn_stage_name(int stage);

@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -105,7 +106,7 @@ def state_dirs(tmp):
 
 
 def main():
-    print("1..16")
+    print("1..20")
     tmp = tempfile.mkdtemp(prefix="moat-serve-test.")
     sock = os.path.join(tmp, "s.sock")
     server = start_server(tmp, sock)
@@ -203,6 +204,70 @@ def run_checks(tmp, sock, server):
                   f"a pooled exec runs in a run built before the previous command, which left it "
                   f"neither its /tmp file nor its process [{mode}]",
                   (left, started, before, r.stdout, r.stderr[-300:]))
+
+    # 3c. The argv reaches the waiting command straight from the server (--argv-fd), byte
+    # for byte, and the program holds no fd of moat's: the pipe it came on is gone at its
+    # exec (its fds listed on the host while it runs). Too long an argv is refused.
+    for mode in ("namespaced", "unnamespaced"):
+        marker = f"2.{71828 if mode == 'namespaced' else 71829}"
+        with moat.Sandbox(socket=sock, mode=mode) as sb:
+            wait_warm(server.pid, sb.id)
+            r = sb.run(["printf", "%s|", "a b", "", "\u00fc", "-x", "x" * 3000])
+            got = {}
+            t = threading.Thread(target=lambda: got.update(r=sb.run(["sleep", marker])))
+            t.start()
+            fds, end = None, time.time() + 20
+            while time.time() < end and fds is None:
+                for pid in procs_with(marker):
+                    try:
+                        fds = sorted(os.listdir(f"/proc/{pid}/fd"), key=int)
+                    except OSError:
+                        pass
+                time.sleep(0.02)
+            t.join(30)
+            try:
+                sb.run(["x"] * 70000)
+                too_long = "accepted"
+            except moat.MoatError as e:
+                too_long = e.code
+        check(r.stdout == "a b||\u00fc|-x|" + "x" * 3000 + "|" and fds == ["0", "1", "2"]
+              and got.get("r") is not None and got["r"].exit_status == 0
+              and too_long == "bad_request",
+              f"a pooled exec gets its argv byte for byte, its program holds fds 0-2 only, "
+              f"and an argv over 128 KiB is refused [{mode}]",
+              (r.stdout[:80], r.stderr[-300:], fds, too_long))
+
+    # 3d. The server writes the argv before the run's line: a run whose command ended
+    # before that line came waits for it rather than ending without it (its report then
+    # counts the wall time from the line, not from nothing).
+    for mode in ("namespaced", "unnamespaced"):
+        rep = os.path.join(tmp, f"late-{mode}.json")
+        go_r, go_w = os.pipe()
+        av_r, av_w = os.pipe()
+        p = subprocess.Popen([MOAT, "run", "-q", "--mode", mode, "--report", rep, "--start-fd",
+                              str(go_r), "--argv-fd", str(av_r)], pass_fds=(go_r, av_r),
+                             stdout=subprocess.PIPE, cwd=tmp)
+        os.close(go_r)
+        os.close(av_r)
+        time.sleep(1.5)  # built, and waiting
+        blob = b"/bin/echo\0late\0"
+        os.write(av_w, struct.pack("=iii", 8, len(blob), 0) + blob)  # SYNC_ARGV, spawn.h
+        time.sleep(1.0)  # the command ran and ended before its line
+        try:
+            os.write(go_w, b'{"argv": ["/bin/echo", "late"]}\n')
+            wrote = True
+        except BrokenPipeError:
+            wrote = False
+        out, rc = p.stdout.read(), p.wait()
+        os.close(go_w)
+        os.close(av_w)
+        try:
+            wall = json.load(open(rep)).get("wall_ms")
+        except (OSError, ValueError):
+            wall = None
+        check(wrote and rc == 0 and out == b"late\n" and wall is not None and wall < 1000,
+              f"a run whose command ended before its --start-fd line waits for the line [{mode}]",
+              (wrote, rc, out, wall))
 
     # 4. Malformed requests get an error object; the server stays up.
     s = socket.socket(socket.AF_UNIX)

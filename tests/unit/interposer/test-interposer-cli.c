@@ -116,6 +116,7 @@ static void test_defaults_and_help(void **state)
 	char **argv = ARGV("--stdin", "/bin/true");
 	char **help = ARGV("--help", "--bogus");
 	char **fd = ARGV("--no-stdin", "--start-fd", "5", "--mode", "auto");
+	char **afd = ARGV("--start-fd", "4", "--argv-fd", "5");
 	struct run_args a;
 	struct moat_error e;
 
@@ -135,7 +136,14 @@ static void test_defaults_and_help(void **state)
 	/* A warm start has no command after the options. */
 	assert_int_equal(parse(&a, 6, fd, &e), 0);
 	assert_int_equal(a.o.start_fd, 5);
+	assert_int_equal(a.o.argv_fd, -1);
 	assert_false(a.o.stdin_pass);
+	run_args_done(&a);
+
+	/* moat serve's: the waiting command reads its argv from another fd. */
+	assert_int_equal(parse(&a, 5, afd, &e), 0);
+	assert_int_equal(a.o.start_fd, 4);
+	assert_int_equal(a.o.argv_fd, 5);
 	run_args_done(&a);
 }
 
@@ -169,6 +177,8 @@ static void test_bad_values(void **state)
 	expect_error(3, ARGV("--timeout", "0"), "a positive number of seconds was expected, not '0'");
 	expect_error(3, ARGV("--cpu", "nan"), "a positive number of seconds was expected, not 'nan'");
 	expect_error(3, ARGV("--start-fd", "x"), "--start-fd takes a file descriptor number, not 'x'");
+	expect_error(5, ARGV("--start-fd", "4", "--argv-fd", "-5"),
+		     "--argv-fd takes a file descriptor number, not '-5'");
 	expect_error(3, ARGV("--cow-dir", "rel"), "--cow-dir takes an absolute path, not 'rel'");
 	expect_error(3, ARGV("--audit-stacks", "some"), "--audit-stacks takes denied or all, not 'some'");
 	expect_error(3, ARGV("--run-id", "a/b"),
@@ -182,6 +192,14 @@ static void test_conflicts(void **state)
 	(void)state;
 	expect_error(4, ARGV("--start-fd", "3", "/bin/true"),
 		     "--start-fd takes the command from its fd, not after --");
+	expect_error(4, ARGV("--argv-fd", "5", "/bin/true"),
+		     "--argv-fd goes with --start-fd, on another fd above 2");
+	expect_error(5, ARGV("--start-fd", "4", "--argv-fd", "4"),
+		     "--argv-fd goes with --start-fd, on another fd above 2");
+	expect_error(5, ARGV("--start-fd", "4", "--argv-fd", "1"),
+		     "--argv-fd goes with --start-fd, on another fd above 2");
+	expect_error(7, ARGV("--start-fd", "4", "--argv-fd", "5", "--audit", "a.moat"),
+		     "--argv-fd cannot go with --audit");
 	expect_error(3, ARGV("--commit", "/bin/true"),
 		     "--commit, --discard, --export and --cow-dir go with --cow");
 	expect_error(4, ARGV("--export", "x.tar", "/bin/true"),
