@@ -20,6 +20,19 @@ static inline void freep(void *p)
 }
 #define _cleanup_free_ _cleanup_(freep)
 
+/* A NULL-terminated array of malloc'd strings, itself malloc'd (an envp we build). */
+static inline void strv_free(char **v)
+{
+	for (char **p = v; p && *p; p++)
+		free(*p);
+	free(v);
+}
+static inline void strv_freep(char ***v)
+{
+	strv_free(*v);
+}
+#define _cleanup_strv_ _cleanup_(strv_freep)
+
 /* close() that keeps errno, accepts -1, and returns -1 so that "fd = safe_close(fd)" works. */
 static inline int safe_close(int fd)
 {

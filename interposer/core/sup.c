@@ -152,13 +152,13 @@ static char **build_env(const struct sup_opts *o, const char *tmpdir)
 	    asprintf(&envp[n++], "HOME=%s", home ? home : "/") < 0 ||
 	    asprintf(&envp[n++], "LANG=C.UTF-8") < 0 ||
 	    asprintf(&envp[n++], "TERM=%s", term && o->tty ? term : "dumb") < 0)
-		return NULL;
+		goto fail;
 	if (tmpdir && asprintf(&envp[n++], "TMPDIR=%s", tmpdir) < 0)
-		return NULL;
+		goto fail;
 	for (size_t i = 0; i < o->n_keep_env; i++) {
 		const char *v = getenv(o->keep_env[i]);
 		if (v && asprintf(&envp[n++], "%s=%s", o->keep_env[i], v) < 0)
-			return NULL;
+			goto fail;
 	}
 	for (size_t i = 0; i < o->n_env; i++) {
 		size_t nl = strlen(o->env[i].name);
@@ -171,10 +171,14 @@ static char **build_env(const struct sup_opts *o, const char *tmpdir)
 				break;
 			}
 		if (asprintf(&envp[n++], "%s=%s", o->env[i].name, o->env[i].value) < 0)
-			return NULL;
+			goto fail;
 	}
 	envp[n] = NULL;
 	return envp;
+fail:
+	envp[n - 1] = NULL; /* the asprintf() that failed: its pointer is undefined */
+	strv_free(envp);
+	return NULL;
 }
 
 /* ---- the loop ---- */
@@ -1437,6 +1441,7 @@ static void write_outputs(struct run *R, int status)
 int sup_run(struct sup_opts *o)
 {
 	_cleanup_free_ struct run *R = run_new(o);
+	_cleanup_strv_ char **envp = NULL;
 	struct spawn_plan plan = { 0 };
 	struct seccomp_notif_sizes sizes;
 	int sv[2] = { -1, -1 }, r, status, one = 1;
@@ -1575,7 +1580,7 @@ int sup_run(struct sup_opts *o)
 	plan.features = &R->feat;
 	plan.namespaced = R->ctx.namespaced;
 	plan.cwd = vfs_initial_cwd(o->vfs);
-	plan.envp = build_env(o, vfs_tmpdir(o->vfs));
+	plan.envp = envp = build_env(o, vfs_tmpdir(o->vfs));
 	plan.uid = getuid();
 	plan.gid = getgid();
 	plan.devnull_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
