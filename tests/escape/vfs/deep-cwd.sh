@@ -94,7 +94,7 @@ except OSError as e:
     print("visible: error", e.strerror)
 '
 
-plan 8
+plan 9
 for mode in unnamespaced namespaced; do
 	if ! have_mode "$mode"; then
 		for i in 1 2 3 4; do skip "$mode: case $i" "moat cannot start in $mode mode here"; done
@@ -123,4 +123,26 @@ for mode in unnamespaced namespaced; do
 		ok $? "$mode: $what, a visible file reads and one is created there (control; host: $found)" "$(echo "$out" | head -c 1500)"
 	done
 done
+
+# The covering names paths by string: a .env already deeper than PATH_MAX at start
+# cannot be covered, so the run must not rely on the kernel's view (the keeper installs
+# the emulating filter). Else the native stat of the namespaced fast path shows the
+# host's file, and an open continued after its check could be swapped to it.
+if have_mode namespaced; then
+	make_workspace
+	deep_tree "$W/t"
+	out=$(cd "$W/t" && timeout 120 "$MOAT" run -q --mode namespaced -- "$PY" -c '
+import os, sys
+for i in range(int(sys.argv[1])):
+    os.chdir("a" * 100)
+try:
+    print("stat .env: size", os.stat(".env").st_size)
+except OSError as e:
+    print("stat .env: error", e.strerror)
+' "$DEPTH" 2>&1)
+	[ "$out" = "stat .env: error No such file or directory" ]
+	ok $? "namespaced: a .env deeper than PATH_MAX at start is not in the kernel's view (stat)" "$out"
+else
+	skip "namespaced: a .env deeper than PATH_MAX at start" "moat cannot start in namespaced mode here"
+fi
 finish
