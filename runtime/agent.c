@@ -261,7 +261,7 @@ _noreturn_ static void supervise(const struct oci_agent_opts *ao, json_t *state,
 {
 	struct policy pol = { 0 };
 	struct proc_map pm;
-	struct sup_opts o = { .start_fd = -1 };
+	struct sup_opts o = { .start_fd = -1, .argv_fd = -1 };
 	const char *meta = json_string_value(json_object_get(state, "metadata"));
 	const char *spec = meta && meta[0] ? meta : annotation(state, "run.moat.policy");
 	char *argv[] = { "container", (char *)id, NULL };
