@@ -423,6 +423,7 @@ const char *sc_mode_name(enum sc_mode m)
 {
 	static const char *const names[_SC_MODE_MAX] = {
 		[SC_MODE_NAMESPACED] = "namespaced",
+		[SC_MODE_NAMESPACED_CONTINUED] = "namespaced-continued-opens",
 		[SC_MODE_STRICT_HIDE] = "namespaced-strict-hide",
 		[SC_MODE_UNNAMESPACED] = "unnamespaced",
 	};
@@ -442,11 +443,15 @@ static json_t *mode_json(const struct sc_entry *e, enum sc_mode m)
 				 e->mode_note);
 	switch ((enum sc_handling)e->handling) {
 	case SC_NOTIFY:
-		if (m == SC_MODE_NAMESPACED && e->fast == SC_FAST_NATIVE)
+		bool ns = m == SC_MODE_NAMESPACED || m == SC_MODE_NAMESPACED_CONTINUED;
+
+		if (ns && e->fast == SC_FAST_NATIVE)
 			cls = "native", why = e->mode_note;
 		else if (e->continues)
 			cls = "continue-after-check";
-		else if (m == SC_MODE_NAMESPACED && e->fast == SC_FAST_CONTINUE_RO)
+		else if (m == SC_MODE_NAMESPACED && e->fast == SC_FAST_NATIVE_RO)
+			cls = "native-when-read-only", why = e->mode_note;
+		else if (ns && e->fast == SC_FAST_NATIVE_RO)
 			cls = "continue-after-check", why = e->mode_note;
 		else
 			cls = "emulated";

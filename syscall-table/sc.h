@@ -74,7 +74,8 @@ enum sc_handling {
 enum sc_fast {
 	SC_FAST_SAME = 0,   /* as the handling column says */
 	SC_FAST_NATIVE,     /* out of the notify set: the kernel's answer is the policy's */
-	SC_FAST_CONTINUE_RO,/* notified; a read-only open is continued after the check */
+	SC_FAST_NATIVE_RO,  /* a read-only open (flags in a register) is native where fanotify
+	                       marks the stubs, else continued after the check; others notified */
 };
 
 /*
@@ -99,7 +100,15 @@ enum sc_access {
 };
 
 /* What happens to one syscall in one mode, for `moat syscalls --json`. */
-enum sc_mode { SC_MODE_NAMESPACED, SC_MODE_STRICT_HIDE, SC_MODE_UNNAMESPACED, _SC_MODE_MAX };
+/* namespaced: the stubs marked with fanotify (root started moat); continued-opens:
+ * namespaced without those marks, or with --audit, where read-only opens are checked. */
+enum sc_mode {
+	SC_MODE_NAMESPACED,
+	SC_MODE_NAMESPACED_CONTINUED,
+	SC_MODE_STRICT_HIDE,
+	SC_MODE_UNNAMESPACED,
+	_SC_MODE_MAX
+};
 const char *sc_mode_name(enum sc_mode m);
 
 #define SC_MAX_ARGS 6

@@ -15,6 +15,7 @@
  *   - everything else runs natively (the default action).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/fs.h>
 #include <linux/ioprio.h>
@@ -109,7 +110,45 @@ static bool refused_in(const struct sc_entry *e, enum sup_filter_kind kind)
  * the policy's. */
 static bool native_in(const struct sc_entry *e, enum sup_filter_kind kind)
 {
-	return kind == SUP_FILTER_NAMESPACED && e->fast == SC_FAST_NATIVE;
+	return (kind == SUP_FILTER_NAMESPACED || kind == SUP_FILTER_NATIVE_OPEN) &&
+	       e->fast == SC_FAST_NATIVE;
+}
+
+/*
+ * The open flags that keep an open (or openat) trapped when read-only opens are native:
+ * whatever vfs_open_decide() sends to the supervisor. Writes and creates feed the
+ * change set; O_PATH of a stub would not pass fsnotify (the stub's mark would not see
+ * it, and the fd would name the hidden path to fstat and *at calls); O_TMPFILE's own
+ * bit, as O_TMPFILE includes O_DIRECTORY. O_WRONLY | O_RDWR (access mode 3) carries
+ * both bits. The kernel reads the flags as an int: only these low bits matter.
+ */
+static const uint64_t open_trapped_bits[] = {
+	O_WRONLY, O_RDWR, O_CREAT, O_TRUNC, O_TMPFILE & ~O_DIRECTORY, O_PATH,
+};
+
+static int oflags_arg(const struct sc_entry *e)
+{
+	for (unsigned i = 0; i < e->nargs && i < SC_MAX_ARGS; i++)
+		if (e->arg[i] == SC_ARG_OFLAGS)
+			return (int)i;
+	return -1;
+}
+
+/* Native unless one of the bits above is set: one NOTIFY rule per bit (libseccomp ORs
+ * the rules of one action). */
+static int add_native_ro_rules(scmp_filter_ctx ctx, const struct sc_entry *e)
+{
+	int a = oflags_arg(e), r = 0;
+
+	if (a < 0)
+		return -EINVAL;
+	for (size_t i = 0; i < ELEMENTSOF(open_trapped_bits) && r >= 0; i++)
+		r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, e->nr, 1,
+				     (struct scmp_arg_cmp){ .arg = (unsigned)a,
+							    .op = SCMP_CMP_MASKED_EQ,
+							    .datum_a = open_trapped_bits[i],
+							    .datum_b = open_trapped_bits[i] });
+	return r;
 }
 
 bool sup_filter_notifies(const struct sc_entry *e, enum sup_filter_kind kind)
@@ -296,7 +335,9 @@ int sup_filter_build(uint32_t arch, enum sup_filter_kind kind, struct sock_fprog
 			r = 0;
 			break;
 		case SC_NOTIFY:
-			if (e->id == SC_sendto)
+			if (kind == SUP_FILTER_NATIVE_OPEN && e->fast == SC_FAST_NATIVE_RO)
+				r = add_native_ro_rules(ctx, e);
+			else if (e->id == SC_sendto)
 				/* send() is sendto(fd, buf, len, flags, NULL, 0): with no
 				 * address there is no name to decide on, and the register
 				 * value cannot change after the check. Keep it native. */

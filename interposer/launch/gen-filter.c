@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Build time: compile moat's seccomp filters (namespaced, --strict-hide, unnamespaced) for the
+ * Build time: compile moat's seccomp filters (namespaced, namespaced with native read-only
+ * opens, --strict-hide, unnamespaced) for the
  * build host's ABI into C.
  *
  * The filter depends only on the syscall table, never on a policy, so there is no
@@ -54,7 +55,8 @@ int main(int argc, char **argv)
 		   "#include <linux/filter.h>\n\n");
 	if (emit(f, "moat_filter", SUP_FILTER_NAMESPACED) < 0 ||
 	    emit(f, "moat_filter_strict", SUP_FILTER_STRICT_HIDE) < 0 ||
-	    emit(f, "moat_filter_unns", SUP_FILTER_UNNAMESPACED) < 0) {
+	    emit(f, "moat_filter_unns", SUP_FILTER_UNNAMESPACED) < 0 ||
+	    emit(f, "moat_filter_nativeopen", SUP_FILTER_NATIVE_OPEN) < 0) {
 		fclose(f);
 		return 1;
 	}

@@ -92,6 +92,9 @@ enum sup_filter_kind {
 	SUP_FILTER_NAMESPACED,   /* hidden content covered in the mount namespace: the
 	                            syscall table's "fast" column applies */
 	SUP_FILTER_STRICT_HIDE,  /* namespaced, every path syscall emulated (--strict-hide) */
+	SUP_FILTER_NATIVE_OPEN,  /* SUP_FILTER_NAMESPACED, and read-only opens native: the
+	                            stubs are marked with fanotify (the supervisor reports
+	                            an open of one, refused) */
 	SUP_FILTER_UNNAMESPACED,
 	_SUP_FILTER_MAX,
 };

@@ -122,7 +122,7 @@ def main():
         f.write("# names joined by '|'), handling (native notify deny kill args), errno, note.\n")
         f.write("# Per-mode columns (moat syscalls --json prints the resulting class per mode): unns\n")
         f.write("# (enosys: refused unnamespaced), fast (namespaced unless --strict-hide: native, or\n")
-        f.write("# continue-ro for opens continued when read-only), continues (yes: the supervisor\n")
+        f.write("# native-ro for opens native when read-only), continues (yes: the supervisor\n")
         f.write("# answers CONTINUE after its check in every mode), mode_note (why, when not the note).\n")
         f.write("# access: per argument, what the call does with the object it names (a path, an\n")
         f.write("# address, or the fd of an fd-metadata call), '-' for the others; gen-table.py lists\n")

@@ -233,7 +233,7 @@ static void test_fast_path(void **state)
 			assert_int_equal(fast_of(arch, native[i]), SC_FAST_NATIVE);
 		for (size_t i = 0; i < sizeof(emulated) / sizeof(emulated[0]); i++)
 			assert_int_equal(fast_of(arch, emulated[i]), SC_FAST_SAME);
-		assert_int_equal(fast_of(arch, "openat"), SC_FAST_CONTINUE_RO);
+		assert_int_equal(fast_of(arch, "openat"), SC_FAST_NATIVE_RO);
 		/* its flags are in memory: never continued */
 		assert_int_equal(fast_of(arch, "openat2"), SC_FAST_SAME);
 		assert_true(sc_by_name(arch, "execve")->continues);
@@ -250,9 +250,10 @@ static void test_fast_path(void **state)
 		}
 	}
 	assert_int_equal(fast_of(AUDIT_ARCH_X86_64, "stat"), SC_FAST_NATIVE);
-	assert_int_equal(fast_of(AUDIT_ARCH_X86_64, "open"), SC_FAST_CONTINUE_RO);
+	assert_int_equal(fast_of(AUDIT_ARCH_X86_64, "open"), SC_FAST_NATIVE_RO);
 	assert_int_equal(fast_of(AUDIT_ARCH_X86_64, "creat"), SC_FAST_SAME);
 	assert_string_equal(sc_mode_name(SC_MODE_STRICT_HIDE), "namespaced-strict-hide");
+	assert_string_equal(sc_mode_name(SC_MODE_NAMESPACED_CONTINUED), "namespaced-continued-opens");
 	assert_null(sc_mode_name(_SC_MODE_MAX));
 }
 
