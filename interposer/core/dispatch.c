@@ -1664,13 +1664,13 @@ struct denial_rate {
 	unsigned long held;
 };
 
-static void report_denial(struct sup_call *c)
+void sup_report_denial(struct sup_ctx *s, pid_t tid, const struct sc_entry *e,
+		       const char *path, const char *addr, const char *vrule, int err)
 {
 	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	static struct denial_rate slots[DENIAL_KEYS];
-	struct sup_ctx *s = c->s;
-	const char *en = sc_errno_name(c->err);
-	const char *rule = c->verdict.rule[0] ? c->verdict.rule : "policy";
+	const char *en = sc_errno_name(err);
+	const char *rule = vrule && vrule[0] ? vrule : "policy";
 	struct denial_rate *d = NULL;
 	unsigned long held = 0;
 	struct timespec now;
@@ -1678,14 +1678,13 @@ static void report_denial(struct sup_call *c)
 	bool print, first_held;
 
 	atomic_fetch_add(&s->n.denied, 1);
-	if ((unsigned)c->e->id < _SC_ID_MAX)
-		atomic_fetch_add(&s->denials_by_id[c->e->id], 1);
-	events_denial(s->events, c->tid, c->e->name, c->has_path ? c->path : NULL,
-		      c->addr[0] ? c->addr : NULL, c->verdict.rule[0] ? c->verdict.rule : NULL, c->err);
+	if ((unsigned)e->id < _SC_ID_MAX)
+		atomic_fetch_add(&s->denials_by_id[e->id], 1);
+	events_denial(s->events, tid, e->name, path, addr, vrule && vrule[0] ? vrule : NULL, err);
 	if (!s->verbose)
 		return;
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	key = fnv1a(rule, strlen(rule)) ^ ((uint32_t)c->e->id * 2654435761u);
+	key = fnv1a(rule, strlen(rule)) ^ ((uint32_t)e->id * 2654435761u);
 	pthread_mutex_lock(&lock);
 	for (size_t i = 0; i < DENIAL_KEYS && !d; i++)
 		if (slots[i].key == key && slots[i].sec)
@@ -1709,18 +1708,24 @@ static void report_denial(struct sup_call *c)
 	first_held = !print && ++d->held == 1;
 	pthread_mutex_unlock(&lock);
 	if (held)
-		log_notice("%lu more denied %s (%s) were not shown", held, c->e->name, rule);
+		log_notice("%lu more denied %s (%s) were not shown", held, e->name, rule);
 	if (first_held)
 		log_notice("more denied %s (%s) this second are not shown; the summary counts "
-			   "them", c->e->name, rule);
+			   "them", e->name, rule);
 	if (!print)
 		return;
-	if (c->addr[0])
-		log_notice("denied %s %s (%s): %s", c->e->name, c->addr, c->verdict.rule,
+	if (addr)
+		log_notice("denied %s %s (%s): %s", e->name, addr, vrule ? vrule : "",
 			   en ? en : "error");
 	else
-		log_notice("denied %s \"%s\" (%s): %s", c->e->name, c->has_path ? c->path : "",
-			   rule, en ? en : "error");
+		log_notice("denied %s \"%s\" (%s): %s", e->name, path ? path : "", rule,
+			   en ? en : "error");
+}
+
+static void report_denial(struct sup_call *c)
+{
+	sup_report_denial(c->s, c->tid, c->e, c->has_path ? c->path : NULL,
+			  c->addr[0] ? c->addr : NULL, c->verdict.rule, c->err);
 }
 
 struct call_stack {

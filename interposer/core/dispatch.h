@@ -43,6 +43,12 @@ void dispatch_one(struct sup_ctx *s, const struct seccomp_notif *req, struct tra
 /* Whether a notification for this syscall reaches a handler (a row of dispatch.c's table or
  * the filter's list of calls naming a pid) rather than the fail-closed ENOSYS. Pure. */
 bool dispatch_handles(const struct sc_entry *e);
+/* Count and show one denial as every denied call is: the summary's count, the --events
+ * line, and with -v a line naming the call, the object and the rule (rate-limited per
+ * syscall and rule). path or addr names the object (NULL: none); rule may be NULL or
+ * "". Any thread. */
+void sup_report_denial(struct sup_ctx *s, pid_t tid, const struct sc_entry *e,
+		       const char *path, const char *addr, const char *rule, int err);
 /* Close what a tracee cache holds open. */
 void tracee_cache_free(struct tracee_cache *tc);
 /* The calling thread's fd as one of ours (same open file description), or -errno. */

@@ -63,6 +63,7 @@
 #include "netns.h"
 #include "receipt.h"
 #include "spawn.h"
+#include "stubwatch.h"
 #include "sup.h"
 #include "term.h"
 #include "vfs.h"
@@ -205,6 +206,8 @@ struct run {
 	const char *proctrack_why;      /* why there are no fork/exit records, or NULL */
 	struct sup_opts *o;
 	struct sup_features feat;
+	struct stubwatch stubs;     /* native read-only opens: the stubs' fanotify marks */
+	const char *open_path;      /* how read-only opens are handled, for -v and --report */
 	struct cgroup cg;
 	bool have_cg;
 	char cg_why[256];
@@ -488,6 +491,18 @@ static void on_sync(struct run *R)
 	case SYNC_STATUS:
 		R->have_cmd_status = true;
 		R->cmd_status = m.value;
+		break;
+	case SYNC_STUBS:
+		/* Before the command's listener, which the keeper sends after this: no
+		 * native open happens before the marks are in place. */
+		if (cred.pid == R->keeper && passed >= 0 && R->stubs.fan >= 0) {
+			int r = stubwatch_mark(&R->stubs, passed);
+
+			if (r < 0)
+				log_warning("cannot watch the stubs over hidden paths (%s): an open "
+					    "of one finds an empty file and is not reported",
+					    strerror(-r));
+		}
 		break;
 	case SYNC_MOUNTS_READY:
 		/* No notifier is working yet: the keeper sends this before it forks the
@@ -879,6 +894,9 @@ static void write_report(struct run *R, int status)
 	json_object_set_new(f, "landlock_abi", json_integer(R->feat.landlock_abi));
 	json_object_set_new(f, "cgroup", json_integer(R->have_cg ? R->cg.version : 0));
 	json_object_set_new(f, "pidfd", json_boolean(R->feat.pidfd));
+	/* native: the stubs' fanotify marks report denied opens; continued: checked */
+	if (R->open_path)
+		json_object_set_new(f, "read_only_opens", json_string(R->open_path));
 	if (!R->sync_wake_up)
 		json_array_append_new(missing, json_string("SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP"));
 	if (!R->feat.user_ns)
@@ -1356,6 +1374,7 @@ static struct run *run_new(struct sup_opts *o)
 		return NULL;
 	R->o = o;
 	R->ctx.listener = -1;
+	R->stubs = (struct stubwatch)STUBWATCH_INIT;
 	pthread_mutex_init(&R->ctx.lock, NULL);
 	R->epfd = R->sigfd = R->timerfd = R->syncfd = R->pidfd = -1;
 	R->report_out = (struct out_file)OUT_FILE_INIT;
@@ -1528,16 +1547,35 @@ int sup_run(struct sup_opts *o)
 		/* Over the covering's budget the keeper traps them after all: the header,
 		 * written before, then says less is recorded than is. */
 		R->meta_known = true;
-		R->meta_trapped = fk != SUP_FILTER_NAMESPACED;
+		R->meta_trapped = fk != SUP_FILTER_NAMESPACED; /* NATIVE_OPEN: not with --audit */
 		/* A continued open swapped to a magic link (/proc/self/fd/N of a host file
 		 * the command inherited) is refused by Landlock alone. */
 		if (R->feat.landlock_abi <= 0)
 			R->ctx.continue_ro_opens = false;
+		/* Read-only opens leave the notify set where the kernel reports an open of
+		 * a stub to us (stubwatch.h): root only (fanotify permission events), and
+		 * not with --audit, whose stream records every open. */
+		if (R->ctx.continue_ro_opens && !o->audit_path) {
+			r = stubwatch_open(&R->stubs);
+			if (r >= 0)
+				fk = SUP_FILTER_NATIVE_OPEN;
+			else
+				log_debug("fanotify: %s", strerror(-r));
+		}
+		R->open_path = fk == SUP_FILTER_NATIVE_OPEN ? "native"
+			       : R->ctx.continue_ro_opens ? "continued" : "emulated";
+		if (R->ctx.namespaced)
+			log_info("read-only opens: %s", fk == SUP_FILTER_NATIVE_OPEN ?
+				 "native; an open of a hidden path meets its stub, refused (EPERM) "
+				 "and reported through fanotify" :
+				 R->ctx.continue_ro_opens ?
+				 "checked, then continued (no fanotify marks on the stubs: moat not "
+				 "started by root, or --audit)" : "emulated");
 		/* The covering reads every tree a glob can match in (vfs/cover.c); when
 		 * that goes over its budget the keeper says so (SYNC_MOUNTS_READY) and
 		 * opens stay emulated. */
 		/* The metadata the kernel answers must not show a hidden file either. */
-		plan.cover_globs = fk == SUP_FILTER_NAMESPACED;
+		plan.cover_globs = fk == SUP_FILTER_NAMESPACED || fk == SUP_FILTER_NATIVE_OPEN;
 		r = sup_filter_precompiled(fk, &plan.prog);
 	}
 	if (r < 0)
@@ -1652,6 +1690,8 @@ int sup_run(struct sup_opts *o)
 	r = exectrace_start(&R->ctx);
 	if (r >= 0)
 		r = notifier_start(R);
+	if (r >= 0)
+		r = stubwatch_start(&R->stubs, &R->ctx);
 	if (r < 0) {
 		snprintf(R->setup_msg, sizeof(R->setup_msg),
 			 "cannot start the notifier thread: %s", strerror(-r));
@@ -1687,6 +1727,7 @@ int sup_run(struct sup_opts *o)
 		cg_kill(&R->cg);
 	raise_nofile();
 	kill_descendants(getpid());
+	stubwatch_stop(&R->stubs);
 	notifier_stop(R);
 	exectrace_stop(&R->ctx);
 	if (!R->keeper_done && waitpid(R->keeper, &R->keeper_status, 0) == R->keeper)

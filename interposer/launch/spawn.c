@@ -351,26 +351,33 @@ struct mount_ctx {
 	char failed[PATH_MAX + 32];
 };
 
-/* The stub a hidden file is covered with: empty, mode 000, on the staging tmpfs (the
- * bind keeps it alive after the staging root is dropped). */
-#define COVER_STUB "/cover-stub"
+/* The stubs hidden objects are covered with, on the staging tmpfs (the binds keep them
+ * alive after the staging root is dropped): an empty file of mode 0444 and an empty
+ * directory of mode 0555, one inode each, so that one fanotify mark on each (the
+ * supervisor's, SPAWN_STUB_FILE and SPAWN_STUB_DIR below the fd of SYNC_STUBS) sees
+ * every open of every stub, through whatever path, /proc/<pid>/fd and /proc/<pid>/root
+ * included. Openable, so that the kernel's refusal comes from the mark (EPERM) and the
+ * supervisor learns of it; without marks (moat not started by root) opens stay trapped
+ * and an open of a stub finds an empty file, never hidden content. */
+#define COVER_STUB "/" SPAWN_STUB_FILE
+#define COVER_DIR "/" SPAWN_STUB_DIR
 
 /*
- * Cover a hidden or read-denied path with an empty read-only stub of the same type: an
- * empty tmpfs for a directory, the empty stub for a file. Not /dev/null: a stub that is
- * a character device would tell stat (which the kernel answers itself in namespaced
- * mode) more than the name. Other types (symlinks, sockets, FIFOs) hold no content.
+ * Cover a hidden or read-denied path with an empty read-only stub: the directory stub
+ * for a directory, the file stub for anything else that can be opened (a regular file,
+ * a FIFO a host writer feeds, a device, a socket). Not /dev/null: a stub that is a
+ * character device would tell stat (which the kernel answers itself in namespaced mode)
+ * more than the name. A symlink cannot be covered (a bind follows it): a native open
+ * through it reaches its target, decided by the target's own path (threat model).
  */
 static int cover_path(const char *dst, const struct stat *st)
 {
 	int r;
 
-	if (S_ISDIR(st->st_mode))
-		return RET_NERRNO(mount("tmpfs", dst, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV,
-					"size=0,mode=000"));
-	if (!S_ISREG(st->st_mode))
+	if (S_ISLNK(st->st_mode))
 		return 0;
-	r = RET_NERRNO(mount(COVER_STUB, dst, NULL, MS_BIND, NULL));
+	r = RET_NERRNO(mount(S_ISDIR(st->st_mode) ? COVER_DIR : COVER_STUB, dst, NULL, MS_BIND,
+			     NULL));
 	return r < 0 ? r : set_readonly(dst);
 }
 
@@ -526,7 +533,18 @@ static int build_mount_ns(struct spawn_plan *p)
 	r = open(COVER_STUB, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0);
 	if (r < 0)
 		return negative_errno();
+	if (fchmod(r, 0444) < 0) {
+		close(r);
+		return negative_errno();
+	}
 	close(r);
+	if (mkdir(COVER_DIR, 0555) < 0 || chmod(COVER_DIR, 0555) < 0)
+		return negative_errno();
+	/* For the supervisor's marks (SYNC_STUBS): the staging root, which the second
+	 * pivot takes out of every path. */
+	p->stubs_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (p->stubs_fd < 0)
+		return negative_errno();
 	r = vfs_foreach_mount(p->opts->vfs, mount_one, &mc);
 	if (r < 0 || mc.err < 0) {
 		log_debug("mount of %s failed: %s", mc.failed, strerror(-(mc.err ? mc.err : r)));
@@ -789,6 +807,11 @@ _noreturn_ static void keeper_main(struct spawn_plan *p)
 			 * unprivileged supervisor may not open once we are non-dumpable. */
 			int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 
+			/* First: the supervisor marks the stubs before it takes the
+			 * command's listener, which comes after both. */
+			if (sync_send_fd(p->sync_fd, SYNC_STUBS, 0, p->stubs_fd) < 0)
+				child_fail(p->sync_fd, STAGE_MOUNT, EIO);
+			close(p->stubs_fd);
 			if (root < 0 || sync_send_fd(p->sync_fd, SYNC_MOUNTS_READY,
 						     p->cover_incomplete, root) < 0)
 				child_fail(p->sync_fd, STAGE_MOUNT, errno ? errno : EIO);

@@ -31,6 +31,9 @@ enum sync_type {
 	SYNC_ARGV,            /* supervisor -> command (--start-fd): value = the length of
 	                         the next message, the command's argv packed NUL-separated;
 	                         or the same bytes from moat serve on --argv-fd */
+	SYNC_STUBS,           /* keeper -> supervisor: SCM_RIGHTS = an O_PATH fd of the
+	                         directory holding SPAWN_STUB_FILE and SPAWN_STUB_DIR, the
+	                         inodes every covering stub is a bind of (namespaced) */
 };
 
 #define SPAWN_ARGV_MAX (128 * 1024) /* the packed argv of SYNC_ARGV, NULs included */
@@ -41,6 +44,9 @@ struct sync_msg {
 	int value2;
 };
 
+#define SPAWN_STUB_FILE "cover-stub"
+#define SPAWN_STUB_DIR "cover-dir"
+
 struct spawn_plan {
 	const struct sup_opts *opts;
 	const struct sup_features *features;
@@ -49,6 +55,7 @@ struct spawn_plan {
 	bool cover_incomplete;  /* the keeper: the covering went over its budget, so the
 	                           command gets the --strict-hide filter instead of prog */
 	struct sock_fprog prog;
+	int stubs_fd;           /* the keeper: for SYNC_STUBS */
 	char **envp;            /* built before fork: no allocation in the child */
 	bool wait_argv;         /* --start-fd: the command, its filter installed and its
 	                           listener handed over, waits for SYNC_ARGV before it execs

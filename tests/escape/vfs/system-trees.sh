@@ -7,7 +7,9 @@
 #  - the decision: cat under --strict-hide (every call by name decided and emulated),
 #    unnamespaced, and the fast path (namespaced, opens continued);
 #  - the kernel's view: stat in namespaced mode, which the kernel answers natively; a
-#    covered path is an empty stub of mode 000, a visible one has the host's size.
+#    covered path is an empty stub of mode 0444 (a directory: 0555), a visible one has
+#    the host's size. The stubs are openable so that an open of one meets its fanotify
+#    mark (EPERM, reported) rather than a mode check the supervisor never hears of.
 . "$MOAT_SRC/tests/lib/tap.sh"
 . "$MOAT_SRC/tests/live/vfs/lib.sh"
 
@@ -71,13 +73,13 @@ out=$(kstat "$S/sub/id_rsa")
 [ "$out" = "$(stat -c '%s %a' "$S/sub/id_rsa")" ]
 ok $? "kernel view: its sub/id_rsa is the host file ($out)"
 out=$(kstat "$S/a/b/deep.env")
-[ "$out" = "0 0" ]
+[ "$out" = "0 444" ]
 ok $? "kernel view: the match of the glob anchored in the system tree is covered ($out)"
 out=$(kstat "$W/.env")
-[ "$out" = "0 0" ]
+[ "$out" = "0 444" ]
 ok $? "kernel view: the workspace's .env is covered ($out)"
 out=$(kstat "$R/.env")
-[ "$out" = "0 0" ]
+[ "$out" = "0 444" ]
 ok $? "kernel view: a read-only mapping's .env is covered (read wholly) ($out)"
 
 # The default profile itself: a key shipped by a package under /usr (an example, public)
@@ -96,7 +98,7 @@ if [ -d /etc/ssl/private ]; then
 	echo "$out" | grep -q 'No such file'
 	ok $? "default profile: /etc/ssl/private is hidden ($out)"
 	out=$(cd "$TMP/cwd" && "$MOAT" run -q -- stat -c '%a' /etc/ssl/private 2>&1)
-	[ "$out" = 0 ]
+	[ "$out" = 555 ]
 	ok $? "default profile, kernel view: /etc/ssl/private is covered ($out)"
 else
 	skip "default profile: /etc/ssl/private is hidden" "no /etc/ssl/private here"

@@ -63,10 +63,11 @@ ok $? "--audit: the connect to 127.0.0.1:$PORT_A is in the stream" "$(jq -c 'sel
 has '.syscall=="openat" and .path==".env" and .decision=="denied" and .errno==2'
 ok $? "--audit: the denied open of the hidden .env is in the stream, ENOENT" "$(jq -c 'select(.path==".env")' a.json)"
 
-# The stat: the kernel's answer, the empty stub of mode 000, as without --audit.
+# The stat: the kernel's answer, the empty stub of mode 0444 (openable, so that an open of
+# it without --audit meets its fanotify mark), as without --audit.
 plain=$(run | grep '^STAT')
 audited=$(printf '%s\n' "$out" | grep '^STAT')
-[ "$audited" = "STAT 0 0" ] && [ "$plain" = "$audited" ]
+[ "$audited" = "STAT 0 444" ] && [ "$plain" = "$audited" ]
 ok $? "--audit: a stat of the hidden .env finds the empty stub, as without --audit ($audited)" \
 	"with --audit: '$audited'; without: '$plain'; $(head -c 400 "$TMP/err")"
 n=$(jq -c 'select(.path==".env" and (.syscall | test("stat")))' a.json | wc -l)

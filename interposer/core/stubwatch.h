@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * stubwatch: denials of native read-only opens, learnt from the stubs themselves.
+ *
+ * Namespaced, every hidden or read-denied path is covered by a bind of one of two stub
+ * inodes (launch/spawn.c, cover_path()). With read-only opens native
+ * (SUP_FILTER_NATIVE_OPEN), an open of a hidden path is an open of a stub: a fanotify
+ * FAN_OPEN_PERM mark on each stub inode has the kernel ask us, and a thread of its own
+ * answers FAN_DENY (the open fails with EPERM) and reports the denial as a trapped one
+ * is (sup_report_denial()): the rule, found by the virtual path, which is the stub's
+ * mount point in the sandbox's namespace.
+ *
+ * Lifecycle, on the supervisor's main thread: stubwatch_open() before the supervisor
+ * confines itself (fanotify permission events need CAP_SYS_ADMIN in the initial user
+ * namespace; -errno when it cannot be had: opens then stay trapped and continued),
+ * stubwatch_mark() when the keeper passes the stubs (SYNC_STUBS), stubwatch_start()
+ * once the context is complete, stubwatch_stop() at teardown, after the sandbox is
+ * killed (answers whatever is still queued, then closes). Every event is answered and
+ * its fd closed, on every path. The marks are for the report only: a stub holds nothing,
+ * so an open the kernel let through (the group closed, say) finds an empty file.
+ */
+#pragma once
+
+#include <pthread.h>
+#include <stdbool.h>
+
+struct sup_ctx;
+
+struct stubwatch {
+	int fan;     /* the fanotify group, or -1 */
+	int stop;    /* eventfd: the thread ends when it is written */
+	bool marked, started;
+	pthread_t thread;
+	struct sup_ctx *s;
+};
+
+#define STUBWATCH_INIT { .fan = -1, .stop = -1 }
+
+/* 0, or -errno (EPERM: not root; MOAT_TEST_NO_FANOTIFY in test_hooks builds). */
+int stubwatch_open(struct stubwatch *w);
+/* Marks SPAWN_STUB_FILE and SPAWN_STUB_DIR below dirfd (an O_PATH fd). 0 or -errno. */
+int stubwatch_mark(struct stubwatch *w, int dirfd);
+int stubwatch_start(struct stubwatch *w, struct sup_ctx *s);
+void stubwatch_stop(struct stubwatch *w);

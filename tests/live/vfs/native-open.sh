@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# Native read-only opens (namespaced, moat started by root): open and openat without a
+# write, create, truncate, O_TMPFILE or O_PATH flag never reach the supervisor; every
+# hidden or read-denied path is covered by an empty stub whose fanotify mark refuses an
+# open of it (EPERM, the one errno fanotify gives) and has the supervisor report it as
+# a trapped denial is: -v names the rule, the exit line counts it, --report and --events
+# list it. A FIFO hidden in the workspace is covered too: a host writer finds no reader.
+# Without the marks (moat started by another user; MOAT_TEST_NO_FANOTIFY in test_hooks
+# builds) opens stay trapped and continued: ENOENT for a hidden path, EACCES for a
+# denied one, as before. Every effect is checked from outside: the errno the program
+# printed, the host writer's fate, the report and events files, moat's stderr.
+. "$MOAT_SRC/tests/lib/tap.sh"
+. "$MOAT_SRC/tests/live/vfs/lib.sh"
+
+plan 14
+if ! have_mode namespaced; then
+	skip_all "moat cannot start in namespaced mode here"
+fi
+# Readable by another user (the fallback's case run as nobody).
+B=$(mktemp -d /tmp/moat-native-open.XXXXXX)
+chmod 755 "$B"
+trap 'rm -rf "$B"; _tap_cleanup' EXIT
+W="$B/ws"
+mkdir "$W"
+SECRET="moat-secret-$RANDOM$RANDOM"
+printf '%s\n' "$SECRET" >"$W/.env"
+printf '%s\n' "$SECRET" >"$W/denied.txt"
+echo visible >"$W/a.txt"
+mkfifo "$W/feed.fifo"
+chmod -R a+rwX "$W"
+mkdir "$B/cwd" "$B/nb" && chmod 755 "$B/cwd" && chown 65534:65534 "$B/nb" 2>/dev/null
+
+cat >"$W/probe.py" <<'EOF'
+import os
+for p in ("a.txt", ".env", "denied.txt"):
+    try:
+        fd = os.open(p, os.O_RDONLY)
+        print(p, "OPEN", os.read(fd, 100).decode().strip())
+    except OSError as e:
+        print(p, "ERR", e.errno)
+EOF
+
+# run [ENV=V...] -- [OPTIONS...]: the probe, then a reader of the FIFO (which a hidden
+# FIFO's writer must never meet); stdout to $B/out, stderr to $B/err.
+run() {
+	local env=()
+	while [ "$1" != -- ]; do env+=("$1"); shift; done
+	shift
+	(cd "$B/cwd" && env "${env[@]}" timeout 60 "$MOAT" run --mode namespaced \
+		--bind "$W:/workspace" --chdir /workspace --hide '**/feed.fifo' \
+		--deny '/workspace/denied.txt' "$@" -- \
+		sh -c 'python3 probe.py; timeout 3 cat feed.fifo >/dev/null 2>&1; echo fifo=$?' \
+		>"$B/out" 2>"$B/err")
+}
+# writer: a host process that writes the FIFO; its exit says whether a reader came
+# (0) or not (124, killed by timeout). Started before the sandbox, waits 6 s at most.
+writer() { (timeout 6 sh -c "echo HOST-FEED > '$W/feed.fifo'"; echo $? >"$B/writer") &
+	track_pid $!; }
+diag() { echo "--- out"; head -c 1500 "$B/out"; echo "--- err"; head -c 1500 "$B/err"; }
+no_leak() { no_secret "$B/out" "$SECRET" && no_secret "$B/err" "$SECRET"; }
+# probed REPORT OPENS ENV_ERRNO DENIED_ERRNO: the report's read_only_opens is OPENS, the
+# probe read the visible file and got these errnos, and no secret showed anywhere
+probed() {
+	[ "$(jq -r .features.read_only_opens "$1" 2>/dev/null)" = "$2" ] &&
+		grep -qx 'a.txt OPEN visible' "$B/out" && grep -qx ".env ERR $3" "$B/out" &&
+		grep -qx "denied.txt ERR $4" "$B/out" && no_leak
+}
+
+# Root: the marks are in place (the report says so), the opens get EPERM.
+if [ "$(id -u)" -eq 0 ]; then
+	writer
+	run -- -v --report "$B/r.json" --events "$B/ev.jsonl"
+	wait
+	probed "$B/r.json" native 1 1
+	ok $? "root: a hidden .env and a denied file fail natively with EPERM, a visible file reads" "$(diag)"
+	grep -q 'denied openat "/workspace/.env" (hide \*\*/.env (default profile)): EPERM' "$B/err" &&
+		grep -q 'denied openat "/workspace/denied.txt" (deny /workspace/denied.txt (--deny)): EPERM' "$B/err"
+	ok $? "root: -v names the rule of each denied open" "$(diag)"
+	grep -q 'read-only opens: native' "$B/err"
+	ok $? "root: -v says read-only opens are native" "$(diag)"
+	[ "$(cat "$B/writer")" = 124 ] && grep -qx 'fifo=1' "$B/out"
+	ok $? "root: the hidden FIFO is not opened (the host writer met no reader: $(cat "$B/writer"))" "$(diag)"
+	[ "$(jq -r '.denials.by_syscall.openat' "$B/r.json")" -ge 3 ]
+	ok $? "root: --report counts the denied opens ($(jq -c .denials "$B/r.json"))"
+	[ "$(jq -r 'select(.event=="denial" and .syscall=="openat" and .errno=="EPERM") | .rule' "$B/ev.jsonl" | sort -u | tr '\n' '|')" = \
+	  "deny /workspace/denied.txt (--deny)|hide **/.env (default profile)|hide **/feed.fifo (--hide)|" ]
+	ok $? "root: --events lists each denied open with its rule" "$(cat "$B/ev.jsonl")"
+	run --
+	grep -q 'moat: [0-9]* denied calls (.*openat [3-9]' "$B/err" && ! grep -q 'denied openat "' "$B/err"
+	ok $? "root: without -v the exit line still counts them" "$(diag)"
+	# Reopening a stub through /proc/self/root (the same inode, another path) meets the
+	# same mark; so does a directory stub, and there is nothing below it.
+	mkdir -p "$W/keys" && echo "$SECRET" >"$W/keys/k" && chmod -R a+rwX "$W/keys"
+	(cd "$B/cwd" && timeout 60 "$MOAT" run --mode namespaced --bind "$W:/workspace" \
+		--chdir /workspace --hide /workspace/keys -- python3 -c '
+import os
+for p in ("/proc/self/root/workspace/.env", "keys", "keys/k"):
+    try:
+        fd = os.open(p, os.O_RDONLY)
+        print(p, "OPEN", os.read(fd, 100) if not os.path.isdir(p) else os.listdir(fd))
+    except OSError as e:
+        print(p, "ERR", e.errno)
+' >"$B/out" 2>"$B/err")
+	grep -qx '/proc/self/root/workspace/.env ERR 1' "$B/out" && grep -qx 'keys ERR 1' "$B/out" &&
+		grep -qx 'keys/k ERR 2' "$B/out" && no_leak
+	ok $? "root: /proc/self/root of a stub and a directory stub are refused, nothing below it" "$(diag)"
+else
+	for i in $(seq 8); do skip "root case $i" "fanotify permission events need root"; done
+fi
+
+# The fallback, as a run without root gets it: opens trapped and continued.
+if grep -q '^#define MOAT_TEST_HOOKS 1' "$MOAT_BUILD/moat-config.h" 2>/dev/null; then
+	writer
+	run MOAT_TEST_NO_FANOTIFY=1 -- -v --report "$B/r2.json" --events "$B/ev2.jsonl"
+	wait
+	probed "$B/r2.json" continued 2 13
+	ok $? "no fanotify: the opens are trapped, ENOENT and EACCES as before" "$(diag)"
+	grep -q 'denied openat ".env" (hide \*\*/.env (default profile)): ENOENT' "$B/err" &&
+		grep -q 'denied openat "denied.txt" (deny /workspace/denied.txt (--deny)): EACCES' "$B/err" &&
+		grep -q 'read-only opens: checked, then continued' "$B/err"
+	ok $? "no fanotify: -v names the rules and says opens are continued" "$(diag)"
+	[ "$(cat "$B/writer")" = 124 ] && grep -qx 'fifo=1' "$B/out"
+	ok $? "no fanotify: the hidden FIFO is not opened (writer: $(cat "$B/writer"))" "$(diag)"
+	[ "$(jq -r '.denials.by_syscall.openat' "$B/r2.json")" -ge 3 ] &&
+		[ "$(jq -r 'select(.event=="denial" and .syscall=="openat") | .rule' "$B/ev2.jsonl" | sort -u | wc -l)" = 3 ]
+	ok $? "no fanotify: --report and --events list the denied opens" "$(jq -c .denials "$B/r2.json")"
+else
+	for i in $(seq 4); do skip "fallback case $i" "a build without test_hooks"; done
+fi
+
+# The real fallback: moat started by another user (no fanotify permission events).
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null &&
+	(cd "$B/cwd" && setpriv --reuid=65534 --regid=65534 --clear-groups "$MOAT" run -q \
+		--mode namespaced -- true) >/dev/null 2>&1; then
+	(cd "$B/cwd" && timeout 60 setpriv --reuid=65534 --regid=65534 --clear-groups \
+		"$MOAT" run -v --mode namespaced --bind "$W:/workspace" --chdir /workspace \
+		--deny /workspace/denied.txt --report "$B/nb/r.json" -- python3 probe.py \
+		>"$B/out" 2>"$B/err")
+	probed "$B/nb/r.json" continued 2 13 &&
+		grep -q 'read-only opens: checked, then continued' "$B/err"
+	ok $? "started by nobody: opens continued, ENOENT and EACCES, the rules shown" "$(diag)"
+	grep -q 'moat: 2 denied calls (openat 2)' "$B/err"
+	ok $? "started by nobody: the exit line counts them" "$(diag)"
+else
+	skip "started by nobody" "not root, no setpriv, or an unprivileged namespaced run cannot start here"
+	skip "started by nobody: count" "as above"
+fi
+finish
