@@ -30,8 +30,12 @@ int stubwatch_open(struct stubwatch *w)
 		return -EPERM;
 #endif
 	/* FAN_CLASS_CONTENT: permission events. FAN_REPORT_TID: the opening thread, whose
-	 * /proc/<tid>/syscall names the call while it waits for our answer. */
-	w->fan = fanotify_init(FAN_CLASS_CONTENT | FAN_CLOEXEC | FAN_NONBLOCK | FAN_REPORT_TID,
+	 * /proc/<tid>/syscall names the call while it waits for our answer.
+	 * FAN_UNLIMITED_QUEUE: a permission event that meets a full queue is dropped and
+	 * the open let through (to an empty stub, but unreported); each queued event holds
+	 * a waiting thread of the sandbox, so its pids bound the queue. */
+	w->fan = fanotify_init(FAN_CLASS_CONTENT | FAN_CLOEXEC | FAN_NONBLOCK | FAN_REPORT_TID |
+				       FAN_UNLIMITED_QUEUE,
 			       O_RDONLY | O_CLOEXEC | O_LARGEFILE);
 	return w->fan < 0 ? negative_errno() : 0;
 }
@@ -50,7 +54,7 @@ int stubwatch_mark(struct stubwatch *w, int dirfd)
 }
 
 /* The syscall the thread waits in (the first field of /proc/<tid>/syscall); openat when
- * it cannot be read (the thread was killed meanwhile). */
+ * it cannot be read: gone, or "running" (a killed thread on its way out). */
 static const struct sc_entry *syscall_of(const struct sup_ctx *s, pid_t tid)
 {
 	char p[64], buf[64];
@@ -61,7 +65,7 @@ static const struct sc_entry *syscall_of(const struct sup_ctx *s, pid_t tid)
 	snprintf(p, sizeof(p), "/proc/%d/syscall", tid);
 	fd = open(p, O_RDONLY | O_CLOEXEC);
 	n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
-	if (n > 0) {
+	if (n > 0 && buf[0] >= '0' && buf[0] <= '9') {
 		buf[n] = '\0';
 		e = sc_lookup(s->arch, (int)strtol(buf, NULL, 10));
 	}

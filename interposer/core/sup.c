@@ -512,6 +512,7 @@ static void on_sync(struct run *R)
 			/* An incomplete covering may have left a glob match in the
 			 * namespace: a path swapped after a CONTINUE could reach it. */
 			R->ctx.continue_ro_opens = false;
+			R->open_path = "emulated";
 			log_info("every call by name is emulated in this run: the trees the hide "
 				 "rules' globs can match in hold more than %u entries, or a path "
 				 "longer than PATH_MAX, so they could not be covered at start-up",
@@ -1547,7 +1548,7 @@ int sup_run(struct sup_opts *o)
 		/* Over the covering's budget the keeper traps them after all: the header,
 		 * written before, then says less is recorded than is. */
 		R->meta_known = true;
-		R->meta_trapped = fk != SUP_FILTER_NAMESPACED; /* NATIVE_OPEN: not with --audit */
+		R->meta_trapped = fk != SUP_FILTER_NAMESPACED;
 		/* A continued open swapped to a magic link (/proc/self/fd/N of a host file
 		 * the command inherited) is refused by Landlock alone. */
 		if (R->feat.landlock_abi <= 0)
@@ -1559,18 +1560,16 @@ int sup_run(struct sup_opts *o)
 			r = stubwatch_open(&R->stubs);
 			if (r >= 0)
 				fk = SUP_FILTER_NATIVE_OPEN;
-			else
-				log_debug("fanotify: %s", strerror(-r));
 		}
 		R->open_path = fk == SUP_FILTER_NATIVE_OPEN ? "native"
 			       : R->ctx.continue_ro_opens ? "continued" : "emulated";
-		if (R->ctx.namespaced)
-			log_info("read-only opens: %s", fk == SUP_FILTER_NATIVE_OPEN ?
-				 "native; an open of a hidden path meets its stub, refused (EPERM) "
-				 "and reported through fanotify" :
-				 R->ctx.continue_ro_opens ?
-				 "checked, then continued (no fanotify marks on the stubs: moat not "
-				 "started by root, or --audit)" : "emulated");
+		if (fk == SUP_FILTER_NATIVE_OPEN)
+			log_info("read-only opens: native; an open of a hidden path meets its "
+				 "stub, refused (EPERM) and reported through fanotify");
+		else if (R->ctx.continue_ro_opens)
+			log_info("read-only opens: checked, then continued (no fanotify marks on "
+				 "the stubs: %s)", o->audit_path ? "--audit records every open"
+				 : r == -EPERM ? "moat was not started by root" : strerror(-r));
 		/* The covering reads every tree a glob can match in (vfs/cover.c); when
 		 * that goes over its budget the keeper says so (SYNC_MOUNTS_READY) and
 		 * opens stay emulated. */
