@@ -31,6 +31,9 @@ enum sync_type {
 	SYNC_ARGV,            /* supervisor -> command (--start-fd): value = the length of
 	                         the next message, the command's argv packed NUL-separated;
 	                         or the same bytes from moat serve on --argv-fd */
+	SYNC_EXEC_FD,         /* supervisor -> command (exec_fd): after the argv, SCM_RIGHTS =
+	                         the program the supervisor resolved and checked, to run with
+	                         execveat(AT_EMPTY_PATH); or none: exec by name */
 };
 
 #define SPAWN_ARGV_MAX (128 * 1024) /* the packed argv of SYNC_ARGV, NULs included */
@@ -56,6 +59,7 @@ struct spawn_plan {
 	char **argv;            /* the command: opts->argv, or what SYNC_ARGV brought */
 	int argv_fd;            /* --argv-fd: where SYNC_ARGV comes from instead of sync_fd
 	                           (straight from moat serve), or -1 */
+	bool exec_fd;           /* with wait_argv: then wait for SYNC_EXEC_FD on sync_fd */
 	const char *cwd;        /* where the command starts (virtual path) */
 	int devnull_fd;
 	int stdio[3];           /* the command's fd 0-2 if >= 0 (term.c's ptys), else inherited */
