@@ -45,6 +45,8 @@
 #include "macros.h"
 #include "vfs.h"
 
+#define TASK_COMM_LEN 16
+
 struct firstexec {
 	pid_t tid;
 	dev_t dev;
@@ -81,6 +83,25 @@ static int elf_interp(int fd, char *interp, size_t len)
 	return 0;
 }
 
+/* The kernel names a process after the last component of the name it executes, but
+ * after the file's own name when it executes an fd: the same only where the name does
+ * not end in a symlink (python3 -> python3.11), as far as a comm shows (15 bytes). */
+static bool same_comm(const char *fd_link, const char *name)
+{
+	char target[PATH_MAX];
+	const char *a, *b;
+	ssize_t n = readlink(fd_link, target, sizeof(target) - 1);
+
+	if (n <= 0)
+		return false;
+	target[n] = '\0';
+	a = strrchr(target, '/');
+	b = strrchr(name, '/');
+	a = a ? a + 1 : target;
+	b = b ? b + 1 : name;
+	return strncmp(a, b, TASK_COMM_LEN - 1) == 0;
+}
+
 /* One name: checked, opened, its interpreter checked. The fd, or -errno. */
 static int try_name(struct sup_ctx *s, const struct vfs_caller *caller, const char *name,
 		    struct firstexec *fe)
@@ -99,6 +120,8 @@ static int try_name(struct sup_ctx *s, const struct vfs_caller *caller, const ch
 	if (opath < 0)
 		return -EAGAIN;
 	snprintf(p, sizeof(p), "/proc/self/fd/%d", opath);
+	if (!same_comm(p, name))
+		return -EAGAIN;
 	fd = open(p, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -EAGAIN; /* exec-only for us: the exec by name checks it at its stop */
