@@ -109,35 +109,34 @@ static int try_name(struct sup_ctx *s, const struct vfs_caller *caller, const ch
 	char interp[PATH_MAX], leaf[NAME_MAX + 1], p[64];
 	struct vfs_verdict iv = { 0 };
 	_cleanup_close_ int opath = -1;
-	struct stat st, ist;
+	struct stat st, ost;
 	int fd, r;
 
+	/* One walk: vfs_check_exec_file() is vfs_resolve()'s walk and decision for an exec,
+	 * then a regular file that we may execute. Where that fails, it is asked after all,
+	 * for the very errno and verdict the exec by name would get. */
 	fe->verdict = (struct vfs_verdict){ 0 };
-	r = vfs_check_exec_file(s->vfs, caller, name, &fe->verdict, &st);
-	if (r < 0)
-		return r;
-	opath = vfs_resolve(s->vfs, caller, name, VFS_WANT_EXEC, leaf, &iv);
-	if (opath < 0)
-		return -EAGAIN;
+	opath = vfs_resolve(s->vfs, caller, name, VFS_WANT_EXEC, leaf, &fe->verdict);
 	snprintf(p, sizeof(p), "/proc/self/fd/%d", opath);
+	if (opath < 0 || fstat(opath, &ost) < 0 || !S_ISREG(ost.st_mode) ||
+	    faccessat(AT_FDCWD, p, X_OK, AT_EACCESS) < 0) {
+		fe->verdict = (struct vfs_verdict){ 0 };
+		r = vfs_check_exec_file(s->vfs, caller, name, &fe->verdict, NULL);
+		return r < 0 ? r : -EAGAIN;
+	}
 	if (!same_comm(p, name))
 		return -EAGAIN;
 	fd = open(p, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -EAGAIN; /* exec-only for us: the exec by name checks it at its stop */
-	/* The name may have moved on between the check and the open: the fd must be the
-	 * file checked, whose verdict is the record's. */
-	if (fstat(fd, &ist) < 0 || ist.st_dev != st.st_dev || ist.st_ino != st.st_ino ||
+	if (fstat(fd, &st) < 0 || st.st_dev != ost.st_dev || st.st_ino != ost.st_ino ||
 	    elf_interp(fd, interp, sizeof(interp)) < 0) {
 		close(fd);
 		return -EAGAIN;
 	}
-	if (interp[0]) {
-		iv = (struct vfs_verdict){ 0 };
-		if (vfs_check_exec_file(s->vfs, caller, interp, &iv, NULL) < 0) {
-			close(fd);
-			return -EAGAIN;
-		}
+	if (interp[0] && vfs_check_exec_file(s->vfs, caller, interp, &iv, NULL) < 0) {
+		close(fd);
+		return -EAGAIN;
 	}
 	fe->dev = st.st_dev;
 	fe->ino = st.st_ino;
