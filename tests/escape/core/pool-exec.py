@@ -46,7 +46,7 @@ def hooks_built():
 
 
 def main():
-    print("1..4")
+    print("1..5")
     tmp = tempfile.mkdtemp(prefix="moat-pool-exec.")
     ws = os.path.join(tmp, "ws")
     os.mkdir(ws)
@@ -72,7 +72,7 @@ def run_checks(tmp, ws, sock):
     try:
         sb = moat.Sandbox(socket=sock, workspace=ws, mode="namespaced")
     except moat.MoatError as e:
-        for t in range(4):
+        for t in range(5):
             skip(f"check {t + 1}", f"no namespaced sandbox here: {e}")
         return
     with sb:
@@ -106,8 +106,20 @@ def run_checks(tmp, ws, sock):
         cold = subprocess.run([MOAT, "run", "-q", "--mode", "namespaced", "--", "python3", "-c",
                                SELF], cwd=ws, capture_output=True, text=True, timeout=60)
         S.check(pooled.exit_status == 0 and pooled.stdout == cold.stdout,
-              "argv[0], /proc/self/exe and comm as under moat run",
+              "argv[0], /proc/self/exe and comm of python3 as under moat run",
               f"pooled={pooled.stdout!r} {pooled.stderr!r} cold={cold.stdout!r} {cold.stderr!r}")
+        # python3 is a symlink (by name, for its comm); these are files of their own,
+        # found on PATH and run by fd.
+        bad = []
+        for argv in (["cat", "/proc/self/cmdline"], ["readlink", "/proc/self/exe"],
+                     ["cat", "/proc/self/comm"]):
+            pooled = sb.run(argv)
+            cold = subprocess.run([MOAT, "run", "-q", "--mode", "namespaced", "--"] + argv,
+                                  cwd=ws, capture_output=True, text=True, timeout=60)
+            if pooled.exit_status != 0 or pooled.stdout != cold.stdout:
+                bad.append((argv, pooled.stdout, pooled.stderr, cold.stdout, cold.stderr))
+        S.check(not bad, "argv, /proc/self/exe and comm of a program run by fd as under moat run",
+                bad)
         r = sb.run(["./s.sh", "x"])
         S.check(r.exit_status == 0 and r.stdout == "./s.sh x\n",
               "a #! script runs under its own name", f"stdout={r.stdout!r} stderr={r.stderr!r}")
