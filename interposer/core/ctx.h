@@ -22,6 +22,7 @@
 struct audit_writer;
 struct events;
 struct exectrace;
+struct firstexec;
 struct net;
 struct proctrack;
 struct sup_net;
@@ -70,6 +71,8 @@ struct sup_ctx {
 	atomic_uint denials_by_id[_SC_ID_MAX];
 	uint64_t start_mono_ns;
 	struct exectrace *exectrace;      /* exectrace.c: checks what an exec really ran */
+	struct firstexec *first_exec;     /* firstexec.c: the command's first exec, checked
+	                                     and opened before it asks (under lock) */
 	/* sup_serve(): the runtime's own code (runc init) runs until the container's program
 	 * is exec'd; its calls before that are continued unexamined */
 	atomic_bool runtime_init;
@@ -100,5 +103,7 @@ struct sup_call {
 	bool has_path, has_path2;
 	bool comm_changing;     /* an exec or PR_SET_NAME: the comm read now is not kept */
 	uint64_t exec_token;    /* an exec continued under watch (exectrace_armed()), or 0 */
+	bool exec_by_fd;        /* the command's first exec, by the fd of the file checked
+	                           (firstexec.c): recorded as the execve it stands for */
 	struct vfs_verdict verdict;
 };

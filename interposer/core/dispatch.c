@@ -39,6 +39,7 @@
 #include "creds.h"
 #include "dispatch.h"
 #include "exectrace.h"
+#include "firstexec.h"
 #include "proctrack.h"
 #include "events.h"
 #include "hash.h"
@@ -1230,14 +1231,30 @@ static void handle_exec(struct sup_call *c, int64_t dirfd, uint64_t path, int fl
 		if (r >= 0 && c->path[0] == '\0') {
 			_cleanup_close_ int fd = tracee_getfd(c, (int)dirfd);
 
-			if (fd < 0)
+			if (fd < 0) {
+				firstexec_take(c->s, c->tid, NULL, NULL, 0, NULL);
 				return set_result(c, fd);
-			if (fstat(fd, &st) < 0)
+			}
+			if (fstat(fd, &st) < 0) {
+				firstexec_take(c->s, c->tid, NULL, NULL, 0, NULL);
 				return set_result(c, negative_errno());
+			}
+			/* A warm start's command on the fd of the file firstexec.c checked: the
+			 * kernel runs that file, so there is nothing for an exec stop to see. */
+			if (firstexec_take(c->s, c->tid, &st, c->path, sizeof(c->path),
+					   &c->verdict)) {
+				if (!still_valid(c))
+					return set_result(c, -ESRCH);
+				c->exec_by_fd = true;
+				comm_changes(c);
+				c->outcome = CALL_CONTINUE;
+				return;
+			}
 			have_st = true;
 			goto watch;
 		}
 	}
+	firstexec_take(c->s, c->tid, NULL, NULL, 0, NULL); /* one attempt only */
 	if (prep_path(c, dirfd, path, c->path, base, &caller) < 0)
 		return;
 	r = vfs_check_exec_file(c->s->vfs, &caller, c->path, &c->verdict, &st);
@@ -1768,6 +1785,7 @@ void tracee_cache_free(struct tracee_cache *tc)
 
 static void record(struct sup_call *c, uint64_t latency, const struct call_stack *st)
 {
+	const struct sc_entry *execve = c->exec_by_fd ? sc_by_id(c->s->arch, SC_execve) : NULL;
 	struct audit_sys a;
 	char comm[32];
 
@@ -1779,8 +1797,8 @@ static void record(struct sup_call *c, uint64_t latency, const struct call_stack
 		.pid = c->tid,
 		.tid = c->tid,
 		.comm = comm,
-		.syscall = c->e->name,
-		.nr = c->req->data.nr,
+		.syscall = c->exec_by_fd ? "execve" : c->e->name,
+		.nr = c->exec_by_fd && execve ? execve->nr : (int)c->req->data.nr,
 		.path = c->has_path ? c->path : NULL,
 		.resolved = c->verdict.vpath[0] ? c->verdict.vpath : NULL,
 		.path2 = c->has_path2 ? c->path2 : NULL,
@@ -1795,6 +1813,13 @@ static void record(struct sup_call *c, uint64_t latency, const struct call_stack
 		.n_stack = st->n,
 	};
 	memcpy(a.args, c->req->data.args, sizeof(a.args));
+	if (c->exec_by_fd) {
+		/* execve(name, argv, envp): the name was the supervisor's, not in its memory */
+		a.args[0] = 0;
+		a.args[1] = c->req->data.args[2];
+		a.args[2] = c->req->data.args[3];
+		a.args[3] = a.args[4] = 0;
+	}
 	proctrack_ids(c->s->proctrack, c->tid, &a.pid, &a.sandbox_pid, &a.sandbox_tid);
 	audit_sys(c->s->audit, &a);
 }
@@ -1830,6 +1855,7 @@ void dispatch_one(struct sup_ctx *s, const struct seccomp_notif *req, struct tra
 	c.has_path = c.has_path2 = false;
 	c.comm_changing = false;
 	c.exec_token = 0;
+	c.exec_by_fd = false;
 	c.path[0] = c.path2[0] = c.addr[0] = c.flags_text[0] = '\0';
 	c.verdict.err = 0;
 	c.verdict.denied = false;

@@ -53,6 +53,7 @@
 #include "error.h"
 #include "events.h"
 #include "exectrace.h"
+#include "firstexec.h"
 #include "log.h"
 #include "macros.h"
 #include "missing-seccomp.h"
@@ -251,10 +252,18 @@ struct run {
 	char *start_buf;
 	size_t start_len;
 	bool started;
+	/* spawn_plan.exec_fd: the command waits for its program's fd after its argv
+	 * (hand_over_exec()); its environment and cwd, to find the program as it would;
+	 * its pidfd, kept from the listener's arrival to seize it when no fd is given */
+	bool exec_fd, exec_handed;
+	char **cmd_envp;
+	const char *cmd_cwd;
+	int cmd_pidfd;
 	bool external;                  /* sup_serve(): the process tree is not ours to reap */
 };
 
 static void stop(struct run *R, enum sup_reason reason, int sig);
+static void hand_over_exec(struct run *R, char *const *argv);
 static uint64_t wall_ns(void);
 static void audit_header(struct run *R);
 static void start_proctrack(struct run *R);
@@ -419,11 +428,19 @@ static void take_listener(struct run *R, pid_t from, int remote_fd)
 	R->sync_wake_up = notify_set_sync_wake_up(fd) >= 0;
 	/* Before any notifier may answer it: the command still runs moat's code (it waits
 	 * for its argv, or for its first exec's answer), so its exec needs no seize later,
-	 * on a warm start's request path. Failing that, the exec seizes it as usual. */
-	r = exectrace_seize_early(&R->ctx, from, pidfd);
-	if (r < 0)
-		log_debug("the command (pid %d) is seized at its exec instead: %s", from,
-			  strerror(-r));
+	 * on a warm start's request path. Failing that, the exec seizes it as usual. A
+	 * command that may get its program's fd is seized only if it gets none: an exec
+	 * by fd must not stop (hand_over_exec()). */
+	if (R->exec_fd && !R->exec_handed) {
+		R->cmd_pidfd = TAKE_FD(pidfd);
+		if (R->started) /* the request came first */
+			hand_over_exec(R, R->o->argv);
+	} else {
+		r = exectrace_seize_early(&R->ctx, from, pidfd);
+		if (r < 0)
+			log_debug("the command (pid %d) is seized at its exec instead: %s", from,
+				  strerror(-r));
+	}
 	for (unsigned i = 0; i < R->n_notifiers; i++)
 		sem_post(&R->listener_ready);
 }
@@ -644,6 +661,34 @@ static void start_timeout(struct run *R)
  * (reason setup-failed, ECANCELED): the pool discards a sandbox that way.
  */
 #define START_REQ_MAX (256 * 1024)
+
+/*
+ * The command waits for SYNC_EXEC_FD after its argv: the program found and checked
+ * (firstexec.c), which it runs by fd with no exec stop; or none, and it goes by name,
+ * seized now as take_listener() seizes a command that never gets an fd.
+ */
+static void hand_over_exec(struct run *R, char *const *argv)
+{
+	_cleanup_close_ int fd = -1;
+	int r;
+
+	/* Before its listener, the command is not known yet: take_listener() calls again. */
+	if (!R->exec_fd || R->exec_handed || R->ctx.listener < 0)
+		return;
+	R->exec_handed = true;
+	fd = firstexec_open(&R->ctx, R->ctx.cmd_host_pid, argv, R->cmd_envp, R->cmd_cwd);
+	if (fd < 0 && R->cmd_pidfd >= 0) {
+		r = exectrace_seize_early(&R->ctx, R->ctx.cmd_host_pid, R->cmd_pidfd);
+		if (r < 0)
+			log_debug("the command (pid %d) is seized at its exec instead: %s",
+				  R->ctx.cmd_host_pid, strerror(-r));
+	}
+	log_debug("the command's program: %s", fd >= 0 ? "by fd" : strerror(-fd));
+	R->cmd_pidfd = safe_close(R->cmd_pidfd);
+	if (sync_send_fd(R->syncfd, SYNC_EXEC_FD, 0, fd) < 0)
+		log_debug("cannot hand the command its program: %s", strerror(errno));
+}
+
 static void on_start(struct run *R)
 {
 	struct sup_opts *o = R->o;
@@ -692,6 +737,9 @@ static void on_start(struct run *R)
 		o->timeout = json_number_value(v);
 	json_decref(j);
 	o->argv = argv; /* lives until exit, like the argv of the command line */
+	/* With --argv-fd the command has its argv already (and there is no stream). */
+	if (o->argv_fd >= 0)
+		hand_over_exec(R, argv);
 	R->started = true;
 	R->t_start = now_mono_ns();
 	R->start_wall_ns = wall_ns();
@@ -701,6 +749,7 @@ static void on_start(struct run *R)
 	 * soon: this one only tells the report and the timeout. */
 	if (o->argv_fd < 0 && spawn_send_argv(R->syncfd, argv) < 0)
 		goto bad;
+	hand_over_exec(R, argv);
 	return;
 bad:
 	log_error("--start-fd: expected {\"argv\": [...], \"timeout\": SECONDS}");
@@ -1377,7 +1426,7 @@ static struct run *run_new(struct sup_opts *o)
 	R->ctx.listener = -1;
 	R->stubs = (struct stubwatch)STUBWATCH_INIT;
 	pthread_mutex_init(&R->ctx.lock, NULL);
-	R->epfd = R->sigfd = R->timerfd = R->syncfd = R->pidfd = -1;
+	R->epfd = R->sigfd = R->timerfd = R->syncfd = R->pidfd = R->cmd_pidfd = -1;
 	R->report_out = (struct out_file)OUT_FILE_INIT;
 	R->audit_out = (struct out_file)OUT_FILE_INIT;
 	R->t_start = now_mono_ns();
@@ -1618,6 +1667,12 @@ int sup_run(struct sup_opts *o)
 	plan.namespaced = R->ctx.namespaced;
 	plan.cwd = vfs_initial_cwd(o->vfs);
 	plan.envp = envp = build_env(o, vfs_tmpdir(o->vfs));
+	/* A warm start's first exec by the checked file's fd (firstexec.c): where the
+	 * kernel's view covers hidden content, as for continued opens. A covering that
+	 * turns out incomplete later clears continue_ro_opens, and no fd is given. */
+	plan.exec_fd = R->exec_fd = plan.wait_argv && R->ctx.continue_ro_opens;
+	R->cmd_envp = envp;
+	R->cmd_cwd = plan.cwd;
 	plan.uid = getuid();
 	plan.gid = getgid();
 	plan.devnull_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -1729,6 +1784,8 @@ int sup_run(struct sup_opts *o)
 	stubwatch_stop(&R->stubs);
 	notifier_stop(R);
 	exectrace_stop(&R->ctx);
+	firstexec_drop(&R->ctx);
+	R->cmd_pidfd = safe_close(R->cmd_pidfd);
 	if (!R->keeper_done && waitpid(R->keeper, &R->keeper_status, 0) == R->keeper)
 		R->keeper_done = true;
 	/* Everything that held a pty slave is gone: its last output goes out before ours. */
@@ -1874,6 +1931,8 @@ int sup_serve(struct sup_opts *o, int listener, pid_t pid)
 	kill_descendants(getpid());
 	notifier_stop(R);
 	exectrace_stop(&R->ctx);
+	firstexec_drop(&R->ctx);
+	R->cmd_pidfd = safe_close(R->cmd_pidfd);
 	R->t_end = now_mono_ns();
 	/* Still rebased: the root fd keeps the container's files reachable for hashing. */
 	getrusage(RUSAGE_CHILDREN, &R->ru);

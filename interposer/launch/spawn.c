@@ -259,6 +259,33 @@ static char **recv_argv(int fd)
 	return argv;
 }
 
+/* SYNC_EXEC_FD: the fd it carries (close-on-exec), or -1 for none. */
+static int recv_exec_fd(int sync_fd)
+{
+	struct sync_msg m;
+	char ctl[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
+			     .msg_controllen = sizeof(ctl) };
+	struct cmsghdr *h;
+	ssize_t n;
+	int fd = -1;
+
+	do
+		n = recvmsg(sync_fd, &mh, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	h = n == sizeof(m) ? CMSG_FIRSTHDR(&mh) : NULL;
+	if (h && h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS &&
+	    h->cmsg_len == CMSG_LEN(sizeof(int)))
+		memcpy(&fd, CMSG_DATA(h), sizeof(int));
+	if (n != sizeof(m) || m.type != SYNC_EXEC_FD) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 static int wait_go(int sync_fd)
 {
 	struct sync_msg m;
@@ -759,6 +786,17 @@ _noreturn_ static void command_main(struct spawn_plan *p, pid_t keeper)
 		child_fail(p->sync_fd, STAGE_SYNC, EPROTO);
 
 	environ = p->envp;
+	/* The supervisor's answer to the same request: the program it found and checked,
+	 * which runs as that very file (no exec stop needed, see firstexec.c), or nothing.
+	 * Close-on-exec: a #! script fails with ENOENT then, and goes by name below. */
+	if (p->exec_fd) {
+		int fd = recv_exec_fd(p->sync_fd);
+
+		if (fd >= 0) {
+			syscall(SYS_execveat, fd, "", p->argv, p->envp, AT_EMPTY_PATH);
+			close(fd);
+		}
+	}
 	execvp(p->argv[0], p->argv);
 	r = errno;
 	sync_send(p->sync_fd, SYNC_EXEC_FAILED, r, 0);

@@ -34,6 +34,9 @@ enum sync_type {
 	SYNC_STUBS,           /* keeper -> supervisor: SCM_RIGHTS = an O_PATH fd of the
 	                         directory holding SPAWN_STUB_FILE and SPAWN_STUB_DIR, the
 	                         inodes every covering stub is a bind of (namespaced) */
+	SYNC_EXEC_FD,         /* supervisor -> command (exec_fd): after the argv, SCM_RIGHTS =
+	                         the program the supervisor resolved and checked, to run with
+	                         execveat(AT_EMPTY_PATH); or none: exec by name */
 };
 
 #define SPAWN_ARGV_MAX (128 * 1024) /* the packed argv of SYNC_ARGV, NULs included */
@@ -63,6 +66,7 @@ struct spawn_plan {
 	char **argv;            /* the command: opts->argv, or what SYNC_ARGV brought */
 	int argv_fd;            /* --argv-fd: where SYNC_ARGV comes from instead of sync_fd
 	                           (straight from moat serve), or -1 */
+	bool exec_fd;           /* with wait_argv: then wait for SYNC_EXEC_FD on sync_fd */
 	const char *cwd;        /* where the command starts (virtual path) */
 	int devnull_fd;
 	int stdio[3];           /* the command's fd 0-2 if >= 0 (term.c's ptys), else inherited */
