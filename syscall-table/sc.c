@@ -442,7 +442,8 @@ static json_t *mode_json(const struct sc_entry *e, enum sc_mode m)
 		return json_pack("{s:s, s:s, s:s}", "class", "denied", "errno", "ENOSYS", "why",
 				 e->mode_note);
 	switch ((enum sc_handling)e->handling) {
-	case SC_NOTIFY:
+	case SC_NOTIFY: {
+		/* a declaration may not follow a label before C23 (clang refuses it) */
 		bool ns = m == SC_MODE_NAMESPACED || m == SC_MODE_NAMESPACED_CONTINUED;
 
 		if (ns && e->fast == SC_FAST_NATIVE)
@@ -456,6 +457,7 @@ static json_t *mode_json(const struct sc_entry *e, enum sc_mode m)
 		else
 			cls = "emulated";
 		break;
+	}
 	case SC_DENY:
 		cls = "denied";
 		break;
