@@ -12,7 +12,7 @@
 . "$MOAT_SRC/tests/lib/tap.sh"
 . "$MOAT_SRC/tests/live/vfs/lib.sh"
 
-plan 14
+plan 15
 if ! have_mode namespaced; then
 	skip_all "moat cannot start in namespaced mode here"
 fi
@@ -104,8 +104,19 @@ for p in ("/proc/self/root/workspace/.env", "keys", "keys/k"):
 	grep -qx '/proc/self/root/workspace/.env ERR 1' "$B/out" && grep -qx 'keys ERR 1' "$B/out" &&
 		grep -qx 'keys/k ERR 2' "$B/out" && no_leak
 	ok $? "root: /proc/self/root of a stub and a directory stub are refused, nothing below it" "$(diag)"
+	# A known gap while it lasts (TAP TODO, not a pass): an open below a hidden directory
+	# finds no name in the empty directory stub (ENOENT), and no kernel hook sees a
+	# lookup fail, so nothing reports it; continued opens named its rule.
+	(cd "$B/cwd" && timeout 60 "$MOAT" run -v --mode namespaced --bind "$W:/workspace" \
+		--chdir /workspace --hide /workspace/keys -- cat keys/k >"$B/out" 2>"$B/err")
+	if grep -q 'denied openat "[^"]*keys/k" (hide /workspace/keys (--hide))' "$B/err"; then
+		pass "root: -v names the rule of an open below a hidden directory"
+	else
+		_tap_n=$((_tap_n + 1))
+		echo "not ok $_tap_n - root: -v names the rule of an open below a hidden directory # TODO native opens meet an empty directory stub (ENOENT) that no fanotify event reports"
+	fi
 else
-	for i in $(seq 8); do
+	for i in $(seq 9); do
 		skip "root case $i" "fanotify permission events need root (and no MOAT_TEST_NO_FANOTIFY)"
 	done
 fi
