@@ -1231,18 +1231,12 @@ static void handle_exec(struct sup_call *c, int64_t dirfd, uint64_t path, int fl
 		if (r >= 0 && c->path[0] == '\0') {
 			_cleanup_close_ int fd = tracee_getfd(c, (int)dirfd);
 
-			if (fd < 0) {
-				firstexec_take(c->s, c->tid, NULL, NULL, 0, NULL);
-				return set_result(c, fd);
-			}
-			if (fstat(fd, &st) < 0) {
-				firstexec_take(c->s, c->tid, NULL, NULL, 0, NULL);
-				return set_result(c, negative_errno());
-			}
+			r = fd < 0 ? fd : fstat(fd, &st) < 0 ? negative_errno() : 0;
 			/* A warm start's command on the fd of the file firstexec.c checked: the
-			 * kernel runs that file, so there is nothing for an exec stop to see. */
-			if (firstexec_take(c->s, c->tid, &st, c->path, sizeof(c->path),
-					   &c->verdict)) {
+			 * kernel runs that file, so there is nothing for an exec stop to see.
+			 * Taken on every path: the entry is good for one attempt. */
+			if (firstexec_take(c->s, c->tid, r < 0 ? NULL : &st, c->path,
+					   sizeof(c->path), &c->verdict)) {
 				if (!still_valid(c))
 					return set_result(c, -ESRCH);
 				c->exec_by_fd = true;
@@ -1250,6 +1244,8 @@ static void handle_exec(struct sup_call *c, int64_t dirfd, uint64_t path, int fl
 				c->outcome = CALL_CONTINUE;
 				return;
 			}
+			if (r < 0)
+				return set_result(c, r);
 			have_st = true;
 			goto watch;
 		}

@@ -49,7 +49,6 @@ int stubwatch_mark(struct stubwatch *w, int dirfd)
 	    fanotify_mark(w->fan, FAN_MARK_ADD | FAN_MARK_INODE | FAN_MARK_ONLYDIR,
 			  FAN_OPEN_PERM | FAN_ONDIR, dirfd, SPAWN_STUB_DIR) < 0)
 		return negative_errno();
-	w->marked = true;
 	return 0;
 }
 

@@ -29,7 +29,7 @@ struct sup_ctx;
 struct stubwatch {
 	int fan;     /* the fanotify group, or -1 */
 	int stop;    /* eventfd: the thread ends when it is written */
-	bool marked, started;
+	bool started;
 	pthread_t thread;
 	struct sup_ctx *s;
 };
