@@ -53,6 +53,11 @@ struct sup_ctx {
 	/* the kernel's view covers hidden content (namespaced, not --strict-hide, no broad
 	 * mapping of /dev's parent): a read-only open is continued after the check */
 	bool continue_ro_opens;
+	/* and no socket of the sandbox's can reach the host's network (no allow rule, so
+	 * none was ever made host-side): a unix connect or send is continued after the
+	 * check, and listen is continued, so the kernel performs them as the caller and a
+	 * peer reads the caller's credentials, not ours (sock.c) */
+	bool continue_unix;
 	struct vfs *vfs;
 	struct net *net;
 	struct sup_net *netst;            /* sock.c: pending connects, the DNS socket */

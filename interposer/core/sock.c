@@ -604,6 +604,36 @@ static int decide_unix(struct sup_call *c, struct sockaddr_storage *ss, socklen_
 	return 0;
 }
 
+/*
+ * continue_unix (ctx.h): a unix destination is decided here and the call left to the
+ * kernel, which performs it as the caller: its pid and ids are what the peer reads
+ * (SO_PEERCRED, SO_PASSCRED), it waits on its own (a full backlog, a full peer), and
+ * its SCM_RIGHTS and SCM_CREDENTIALS are the kernel's to check. The sandbox may change
+ * the address, or what its fd number holds, before the kernel reads them: the kernel
+ * then finds a name in the sandbox's view, where every hidden or denied socket is
+ * covered by a stub (ECONNREFUSED), and no socket of the sandbox's reaches the host's
+ * network. len 0: no address (a send on a connected socket). True when the call is
+ * continued or refused (c is filled).
+ */
+static bool unix_continued(struct sup_call *c, struct sockaddr_storage *ss, socklen_t len)
+{
+	_cleanup_close_ int pathfd = -1;
+	int r;
+
+	if (!c->s->continue_unix || (len && ss->ss_family != AF_UNIX))
+		return false;
+	if (len) {
+		r = decide_unix(c, ss, &len, false, &pathfd);
+		if (r < 0) {
+			if (!c->policy_denied)
+				reply(c, r);
+			return true;
+		}
+	}
+	c->outcome = CALL_CONTINUE;
+	return true;
+}
+
 /* Everything but internet destinations on internet sockets (handled by the callers). */
 static int decide_other(struct sup_call *c, struct sockaddr_storage *ss, socklen_t *len,
 			bool binding, int *ret_pathfd)
@@ -1311,6 +1341,8 @@ static void handle_sendto(struct sup_call *c)
 
 	m.len = MIN((size_t)ARG(c, 2), SEND_MAX);
 	r = read_addr(c, ARG(c, 4), ARG(c, 5), &m.ss, &m.alen);
+	if (r >= 0 && unix_continued(c, &m.ss, m.alen))
+		return;
 	if (r >= 0 && !(m.data = malloc(m.len ? m.len : 1)))
 		r = -ENOMEM;
 	if (r >= 0)
@@ -1365,6 +1397,8 @@ static void handle_connect_bind(struct sup_call *c, bool binding)
 		return reply(c, r);
 	if (!notify_id_valid(c->s->listener, c->req->id))
 		return reply(c, -ESRCH);
+	if (!binding && unix_continued(c, &ss, len))
+		return;
 	r = take_socket(c, &sock, &si);
 	if (r < 0)
 		return reply(c, r);
@@ -1398,6 +1432,13 @@ static void handle_listen(struct sup_call *c)
 	struct net_verdict v = { 0 };
 	int r;
 
+	/* No socket of the sandbox's is in the host's network (continue_unix): nothing to
+	 * decide, and a listener made by the kernel for the caller gives its connecting
+	 * peers the caller's credentials. */
+	if (c->s->continue_unix) {
+		c->outcome = CALL_CONTINUE;
+		return;
+	}
 	r = take_socket(c, &sock, &si);
 	if (r < 0)
 		return reply(c, r);
@@ -1422,6 +1463,22 @@ static void handle_listen(struct sup_call *c)
 	reply(c, listen(sock, (int)ARG(c, 1)) < 0 ? negative_errno() : 0);
 }
 
+/* A sendmsg on a unix socket, to a unix address or none: see unix_continued(). */
+static bool unix_sendmsg_continued(struct sup_call *c, const struct sockinfo *si)
+{
+	struct sockaddr_storage ss = { 0 };
+	socklen_t len = 0;
+	struct msghdr mh;
+
+	if (!c->s->continue_unix || si->domain != AF_UNIX ||
+	    mem_read(c->tid, ARG(c, 1), &mh, sizeof(mh)) < 0)
+		return false; /* emulated, which reports a bad pointer as it should */
+	if (mh.msg_name && mh.msg_namelen &&
+	    read_addr(c, (uint64_t)(uintptr_t)mh.msg_name, mh.msg_namelen, &ss, &len) < 0)
+		return false;
+	return unix_continued(c, &ss, len);
+}
+
 void handle_net(struct sup_call *c)
 {
 	_cleanup_close_ int sock = -1;
@@ -1442,6 +1499,8 @@ void handle_net(struct sup_call *c)
 		r = take_socket(c, &sock, &si);
 		if (r < 0)
 			return reply(c, r);
+		if (unix_sendmsg_continued(c, &si))
+			return;
 		r = emulate_sendmsg(c, &sock, &si, ARG(c, 1), (int)ARG(c, 2), true, 0, true,
 				    &replied);
 		if (replied)

@@ -67,6 +67,7 @@
 #include "stubwatch.h"
 #include "sup.h"
 #include "term.h"
+#include "net.h"
 #include "vfs.h"
 
 static const char *const reason_names[_SUP_REASON_MAX] = {
@@ -404,6 +405,23 @@ static int ep_add(int epfd, int fd)
 	return RET_NERRNO(epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev));
 }
 
+/*
+ * A unix connect continued after its check reaches whatever socket the kernel finds by
+ * the name at that moment: one of the sandbox's view, unless the name goes through
+ * /proc/self/fd/N/ of a directory from outside it. The sandbox's fds all come from its
+ * view (or from a peer that chose to pass one), except the standard ones it inherits:
+ * a directory there keeps unix connects performed by us.
+ */
+static bool stdio_is_dir(void)
+{
+	struct stat st;
+
+	for (int fd = STDIN_FILENO; fd <= STDERR_FILENO; fd++)
+		if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))
+			return true;
+	return false;
+}
+
 static void take_listener(struct run *R, pid_t from, int remote_fd)
 {
 	_cleanup_close_ int pidfd = -1;
@@ -529,6 +547,7 @@ static void on_sync(struct run *R)
 			/* An incomplete covering may have left a glob match in the
 			 * namespace: a path swapped after a CONTINUE could reach it. */
 			R->ctx.continue_ro_opens = false;
+			R->ctx.continue_unix = false;
 			R->open_path = "emulated";
 			log_info("every call by name is emulated in this run: the trees the hide "
 				 "rules' globs can match in hold more than %u entries, or a path "
@@ -947,6 +966,10 @@ static void write_report(struct run *R, int status)
 	/* native: the stubs' fanotify marks report denied opens; continued: checked */
 	if (R->open_path)
 		json_object_set_new(f, "read_only_opens", json_string(R->open_path));
+	/* continued: the kernel performs them as the program; emulated: moat does */
+	if (R->open_path)
+		json_object_set_new(f, "unix_sockets",
+				    json_string(R->ctx.continue_unix ? "continued" : "emulated"));
 	if (!R->sync_wake_up)
 		json_array_append_new(missing, json_string("SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP"));
 	if (!R->feat.user_ns)
@@ -1602,6 +1625,14 @@ int sup_run(struct sup_opts *o)
 		 * the command inherited) is refused by Landlock alone. */
 		if (R->feat.landlock_abi <= 0)
 			R->ctx.continue_ro_opens = false;
+		R->ctx.continue_unix = R->ctx.continue_ro_opens && !net_allows_any(o->net) &&
+				       !stdio_is_dir();
+		if (R->ctx.namespaced)
+			log_info("unix connects and sends: %s", R->ctx.continue_unix ?
+				 "checked, then continued (the peer sees the program's "
+				 "credentials)" : "performed by moat (the peer sees moat's "
+				 "credentials): the policy allows network destinations, or "
+				 "the kernel's view does not back the check");
 		/* Read-only opens leave the notify set where the kernel reports an open of
 		 * a stub to us (stubwatch.h): root only (fanotify permission events), and
 		 * not with --audit, whose stream records every open. */

@@ -143,6 +143,10 @@ int net_pin(struct net *n, const char *name, const struct net_ip *ips, size_t co
  * deny-net rule that covers every port and protocol does. */
 bool net_name_allowed(const struct net *n, const char *name);
 
+/* Whether any rule allows a destination or a bind (so that the supervisor may make a
+ * host-side socket for the sandbox). False for NULL. */
+bool net_allows_any(const struct net *n);
+
 /* --- decisions --------------------------------------------------------------------- */
 
 /*

@@ -528,6 +528,14 @@ _public_ int net_pin(struct net *n, const char *name, const struct net_ip *ips, 
 	return k;
 }
 
+_public_ bool net_allows_any(const struct net *n)
+{
+	for (size_t i = 0; n && i < n->n_rules; i++)
+		if (n->rules[i].kind != NET_RULE_DENY)
+			return true;
+	return false;
+}
+
 _public_ bool net_name_allowed(const struct net *n, const char *name)
 {
 	char lname[NET_DNS_NAME_MAX];

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Directive parsing (accepted syntax, canonical form, error messages), canonical JSON,
- * net_name_allowed() and pinning of the names in the rules.
+ * net_name_allowed(), net_allows_any() and pinning of the names in the rules.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -242,6 +242,31 @@ static void test_name_allowed(void **state)
 	net_free(n);
 }
 
+/* net_allows_any() of a net loaded with rules. */
+static bool allows_any(const char *rules)
+{
+	struct net *n = NULL;
+	bool any;
+
+	assert_int_equal(net_new(&n), 0);
+	assert_int_equal(test_load(n, rules, NULL), 0);
+	any = net_allows_any(n);
+	net_free(n);
+	return any;
+}
+
+/* Whether a socket of the sandbox's may ever be made host-side: any allow or bind rule
+ * says yes, deny rules alone say no. */
+static void test_allows_any(void **state)
+{
+	(void)state;
+	assert_false(net_allows_any(NULL));
+	assert_false(allows_any(""));
+	assert_false(allows_any("deny-net 10.0.0.0/8; deny-net *.evil.example:*"));
+	assert_true(allows_any("deny-net 10.0.0.0/8; allow-net 127.0.0.1:9"));
+	assert_true(allows_any("allow-bind 8080"));
+}
+
 struct fake {
 	int calls;
 	char last[256];
@@ -375,6 +400,7 @@ int main(void)
 		cmocka_unit_test(test_good_directives),
 		cmocka_unit_test(test_json),
 		cmocka_unit_test(test_name_allowed),
+		cmocka_unit_test(test_allows_any),
 		cmocka_unit_test(test_resolve_rules),
 		cmocka_unit_test(test_resolve_localhost),
 		cmocka_unit_test(test_pin_limits),
