@@ -318,8 +318,14 @@ static enum route decide_inet(struct sup_call *c, const struct sockaddr_storage 
 	return ROUTE_DENIED;
 }
 
-/* A host-side socket like the program's, with the options that shape a connection. */
-static int host_socket(int old, const struct sockinfo *si)
+/*
+ * A host-side socket like the program's, with the options that shape a connection. Made
+ * with the caller's credentials: the kernel records the creator's fsuid as the socket's
+ * owner (sock_alloc()) and keeps its credentials with the file, which is what a host
+ * firewall's owner match (xt_owner), /proc/net/tcp and ss see. Made with ours, the
+ * sandbox's traffic would pass as root's.
+ */
+static int host_socket(struct sup_call *c, int old, const struct sockinfo *si)
 {
 	static const struct { int level, name; } opts[] = {
 		{ SOL_SOCKET, SO_KEEPALIVE }, { SOL_SOCKET, SO_RCVTIMEO },
@@ -330,9 +336,12 @@ static int host_socket(int old, const struct sockinfo *si)
 		{ IPPROTO_TCP, TCP_USER_TIMEOUT }, { IPPROTO_TCP, TCP_CORK },
 		{ IPPROTO_IPV6, IPV6_V6ONLY },
 	};
-	int fd = socket(si->domain, si->type | SOCK_CLOEXEC | (si->nonblock ? SOCK_NONBLOCK : 0),
-			si->protocol);
+	int fd = creds_caller(c->tid, c->req->id, 0);
 
+	if (fd < 0)
+		return fd;
+	fd = socket(si->domain, si->type | SOCK_CLOEXEC | (si->nonblock ? SOCK_NONBLOCK : 0),
+		    si->protocol);
 	if (fd < 0)
 		return negative_errno();
 	for (size_t i = 0; i < ELEMENTSOF(opts); i++) {
@@ -723,7 +732,7 @@ static void inet_connect(struct sup_call *c, int *sockp, const struct sockinfo *
 		return;
 	case ROUTE_HOST:
 		if (in_sb) {
-			target = host_socket(*sockp, si);
+			target = host_socket(c, *sockp, si);
 			if (target < 0)
 				return reply(c, target);
 			return start_connect(c, target, (int)ARG(c, 0), si->nonblock, ss, len, data,
@@ -1217,7 +1226,7 @@ static int inet_route(struct sup_call *c, int *sockp, const struct sockinfo *si,
 	default:
 		return 0;
 	}
-	h = host_socket(*sockp, si);
+	h = host_socket(c, *sockp, si);
 	if (h < 0)
 		return h;
 	/* A fresh socket's send buffer is empty: this does not wait. */
