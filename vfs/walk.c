@@ -238,7 +238,18 @@ static void verdict_native(struct vfs_verdict *verdict, const struct vfs__walk *
 	 * PATH_MAX it stays counted as denied: a guess is no answer) */
 	while (rest && *rest == '/')
 		rest++;
-	if (w->mount && dirfd >= 0 && !w->mount->is_proc) {
+	if (w->mount && w->mount->host_fd >= 0 && !w->mount->is_proc) {
+		/* Rebased, dirfd is in the sandbox's view, where a hidden or denied
+		 * directory is an empty stub that holds no name: the host's tree of the
+		 * mapping says whether the name is there. */
+		size_t vl = strlen(w->mount->virt);
+		const char *rel = streq(w->mount->virt, "/") ? p + 1 : p + vl + (p[vl] == '/');
+
+		if ((size_t)snprintf(path, sizeof(path), "%s%s%s", *rel ? rel : ".",
+		                     rest && *rest ? "/" : "", rest ? rest : "") >= PATH_MAX)
+			return;
+		r = fstatat(w->mount->host_fd, path, &st, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT);
+	} else if (w->mount && dirfd >= 0 && !w->mount->is_proc) {
 		if ((size_t)snprintf(path, sizeof(path), "%s%s%s", name, rest && *rest ? "/" : "",
 		                     rest ? rest : "") >= PATH_MAX)
 			return;
@@ -330,6 +341,8 @@ static int walk_step(const struct vfs *v, const struct vfs_caller *c, struct vfs
 		 * write or search refuses, whether or not the name exists on the host. */
 		r = w->block->kind == VFS__HIDE && !(flags & VFS__CREATE) ? -ENOENT : -EACCES;
 		vfs__verdict(verdict, r, w->block->desc, p);
+		if (verdict)
+			verdict->below = !last;
 		verdict_native(verdict, w, w->fd, name, p, rest);
 		return r;
 	}
