@@ -53,6 +53,14 @@ struct sup_ctx {
 	/* the kernel's view covers hidden content (namespaced, not --strict-hide, no broad
 	 * mapping of /dev's parent): a read-only open is continued after the check */
 	bool continue_ro_opens;
+	/* -v where read-only opens could be native (the stubs carry fanotify marks): they
+	 * stay trapped so that every denied one is named, and a denied one is continued
+	 * too, so that the program gets the errno the kernel's view gives it natively (the
+	 * stub's EPERM, ENOENT below a hidden directory), reported here once */
+	bool continue_denied_opens;
+	/* the threads whose continued denied open was reported and is to meet a stub:
+	 * the stub watcher leaves that event unreported (stubwatch_expect()) */
+	atomic_int stub_expected[64];
 	struct vfs *vfs;
 	struct net *net;
 	struct sup_net *netst;            /* sock.c: pending connects, the DNS socket */

@@ -23,6 +23,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <sys/types.h>
 
 struct sup_ctx;
 
@@ -41,4 +42,10 @@ int stubwatch_open(struct stubwatch *w);
 /* Marks SPAWN_STUB_FILE and SPAWN_STUB_DIR below dirfd (an O_PATH fd). 0 or -errno. */
 int stubwatch_mark(struct stubwatch *w, int dirfd);
 int stubwatch_start(struct stubwatch *w, struct sup_ctx *s);
+/* With -v (continue_denied_opens) the supervisor reports a denied open itself and
+ * continues it: stubwatch_expect(tid) before the CONTINUE of one that is to meet a stub,
+ * whose event is then answered but not reported again. stubwatch_forget(tid) when the
+ * thread's next open is trapped: a path swapped meanwhile may have met no stub. */
+void stubwatch_expect(struct sup_ctx *s, pid_t tid);
+void stubwatch_forget(struct sup_ctx *s, pid_t tid);
 void stubwatch_stop(struct stubwatch *w);
