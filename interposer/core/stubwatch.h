@@ -8,7 +8,9 @@
  * FAN_OPEN_PERM mark on each stub inode has the kernel ask us, and a thread of its own
  * answers FAN_DENY (the open fails with EPERM) and reports the denial as a trapped one
  * is (sup_report_denial()): the rule, found by the virtual path, which is the stub's
- * mount point in the sandbox's namespace.
+ * mount point in the sandbox's namespace. With -v the opens stay trapped and a denied
+ * one is continued after the supervisor reported it (continue_denied_opens): the marks
+ * still refuse it (EPERM, as without -v), and that event is not reported again.
  *
  * Lifecycle, on the supervisor's main thread: stubwatch_open() before the supervisor
  * confines itself (fanotify permission events need CAP_SYS_ADMIN in the initial user
