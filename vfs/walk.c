@@ -357,7 +357,7 @@ static int walk_step(const struct vfs *v, const struct vfs_caller *c, struct vfs
 			struct stat lst;
 
 			verdict->below = !last;
-			verdict->link = last && v->rebased &&
+			verdict->link = v->rebased &&
 			                fstatat(w->fd, name, &lst, AT_SYMLINK_NOFOLLOW) == 0 &&
 			                S_ISLNK(lst.st_mode);
 		}
