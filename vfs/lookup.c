@@ -183,6 +183,7 @@ void vfs__verdict(struct vfs_verdict *verdict, int err, const char *rule, const 
 		return;
 	verdict->err = err < 0 ? -err : err;
 	verdict->denied = err != 0;
+	verdict->below = verdict->link = false;
 	str_copy(verdict->rule, sizeof(verdict->rule), rule ? rule : "");
 	if (vpath)
 		str_copy(verdict->vpath, sizeof(verdict->vpath), vpath);

@@ -74,6 +74,10 @@ struct vfs_verdict {
 	int err;                   /* 0 = allowed, else the errno given to the program */
 	bool denied;               /* err came from a rule (hide, deny, ro, unmapped), not from
 	                              the host (a file that simply does not exist) */
+	bool below;                /* the rule took away a directory the path goes on below
+	                              (namespaced, the lookup then fails in its empty stub) */
+	bool link;                 /* the hidden name is a symlink, which no stub covers
+	                              (namespaced, the kernel follows it) */
 	char rule[160];            /* "hide GLOB (policy.moat:4)", "ro-bind /usr", ... */
 	char vpath[PATH_MAX];      /* canonical virtual path (as far as resolution got) */
 };

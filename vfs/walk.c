@@ -225,6 +225,16 @@ static int lookup(struct vfs__walk *w, const char *hn, const char *p, size_t ple
  * unmapped parent, at the same path on the host. Only the verdict changes, never what
  * the program gets.
  */
+/* A followed symlink leaves a '/' after its target (walk()): the name itself is asked. */
+static char *strip_slashes(char *path)
+{
+	size_t n = strlen(path);
+
+	while (n > 1 && path[n - 1] == '/')
+		path[--n] = '\0';
+	return path;
+}
+
 static void verdict_native(struct vfs_verdict *verdict, const struct vfs__walk *w, int dirfd,
                            const char *name, const char *p, const char *rest)
 {
@@ -238,16 +248,29 @@ static void verdict_native(struct vfs_verdict *verdict, const struct vfs__walk *
 	 * PATH_MAX it stays counted as denied: a guess is no answer) */
 	while (rest && *rest == '/')
 		rest++;
-	if (w->mount && dirfd >= 0 && !w->mount->is_proc) {
+	if (w->mount && w->mount->host_fd >= 0 && !w->mount->is_proc) {
+		/* Rebased, dirfd is in the sandbox's view, where a hidden or denied
+		 * directory is an empty stub that holds no name: the host's tree of the
+		 * mapping says whether the name is there. */
+		size_t vl = strlen(w->mount->virt);
+		const char *rel = streq(w->mount->virt, "/") ? p + 1 : p + vl + (p[vl] == '/');
+
+		if ((size_t)snprintf(path, sizeof(path), "%s%s%s", *rel ? rel : ".",
+		                     rest && *rest ? "/" : "", rest ? rest : "") >= PATH_MAX)
+			return;
+		r = fstatat(w->mount->host_fd, strip_slashes(path), &st,
+		            AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT);
+	} else if (w->mount && dirfd >= 0 && !w->mount->is_proc) {
 		if ((size_t)snprintf(path, sizeof(path), "%s%s%s", name, rest && *rest ? "/" : "",
 		                     rest ? rest : "") >= PATH_MAX)
 			return;
-		r = fstatat(dirfd, path, &st, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT);
+		r = fstatat(dirfd, strip_slashes(path), &st, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT);
 	} else if (!w->mount) {
 		if ((size_t)snprintf(path, sizeof(path), "%s%s%s", p, rest && *rest ? "/" : "",
 		                     rest ? rest : "") >= PATH_MAX)
 			return;
-		r = fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT);
+		r = fstatat(AT_FDCWD, strip_slashes(path), &st,
+		            AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT);
 	} else {
 		return;
 	}
@@ -330,6 +353,14 @@ static int walk_step(const struct vfs *v, const struct vfs_caller *c, struct vfs
 		 * write or search refuses, whether or not the name exists on the host. */
 		r = w->block->kind == VFS__HIDE && !(flags & VFS__CREATE) ? -ENOENT : -EACCES;
 		vfs__verdict(verdict, r, w->block->desc, p);
+		if (verdict) {
+			struct stat lst;
+
+			verdict->below = !last;
+			verdict->link = v->rebased &&
+			                fstatat(w->fd, name, &lst, AT_SYMLINK_NOFOLLOW) == 0 &&
+			                S_ISLNK(lst.st_mode);
+		}
 		verdict_native(verdict, w, w->fd, name, p, rest);
 		return r;
 	}

@@ -58,6 +58,14 @@ struct sup_ctx {
 	 * check, and listen is continued, so the kernel performs them as the caller and a
 	 * peer reads the caller's credentials, not ours (sock.c) */
 	bool continue_unix;
+	/* -v where read-only opens could be native (the stubs carry fanotify marks): they
+	 * stay trapped so that every denied one is named, and a denied one is continued
+	 * too, so that the program gets the errno the kernel's view gives it natively (the
+	 * stub's EPERM, ENOENT below a hidden directory), reported here once */
+	bool continue_denied_opens;
+	/* the threads whose continued denied open was reported and is to meet a stub:
+	 * the stub watcher leaves that event unreported (stubwatch_expect()) */
+	atomic_int stub_expected[64];
 	struct vfs *vfs;
 	struct net *net;
 	struct sup_net *netst;            /* sock.c: pending connects, the DNS socket */

@@ -41,6 +41,7 @@
 #include "exectrace.h"
 #include "firstexec.h"
 #include "proctrack.h"
+#include "stubwatch.h"
 #include "events.h"
 #include "hash.h"
 #include "log.h"
@@ -455,6 +456,26 @@ static bool may_continue_open(const struct sup_call *c)
 	return c->s->continue_ro_opens && c->e->id != SC_openat2;
 }
 
+/*
+ * A denied read-only open, continued (continue_denied_opens): the kernel answers it in
+ * the sandbox's view, as it answers the native open of a run without -v, and this is
+ * its errno for the report. A hidden or read-denied object is covered by a stub whose
+ * fanotify mark refuses the open (EPERM; stubwatch.c leaves the report to us); a name
+ * below a hidden or denied directory is not in its empty stub (ENOENT); below the
+ * keeper's /proc/1, a tmpfs of mode 000, the lookup is refused (EACCES). A path the
+ * sandbox swapped meanwhile may fail otherwise: the kernel's answer, never ours, is
+ * what the program gets.
+ */
+static int native_open_errno(const struct vfs_verdict *v)
+{
+	if (streq(v->vpath, "/proc/1") || !strncmp(v->vpath, "/proc/1/", 8))
+		return EACCES;
+	/* only hide and deny rules ("hide GLOB (ORIGIN)") are covered */
+	if (strncmp(v->rule, "hide ", 5) && strncmp(v->rule, "deny ", 5))
+		return (int)v->err;
+	return v->below ? ENOENT : EPERM;
+}
+
 static void do_open(struct sup_call *c, int64_t dirfd, uint64_t path_addr, int flags,
 		    mode_t mode, uint64_t resolve)
 {
@@ -465,6 +486,8 @@ static void do_open(struct sup_call *c, int64_t dirfd, uint64_t path_addr, int f
 
 	if (c->s->audit) /* the flags are for the record only */
 		sc_format_oflags((uint64_t)(unsigned)flags, c->flags_text, sizeof(c->flags_text));
+	if (c->s->continue_denied_opens) /* its previous open's path may have been swapped */
+		stubwatch_forget(c->s, c->tid);
 	r = copy_path(c, path_addr, c->path);
 	/* still acting for the previous caller (dispatch_one()): a subset of our authority,
 	 * which process_vm_readv() may find short (EPERM, which mem.c reports as EFAULT);
@@ -493,6 +516,20 @@ static void do_open(struct sup_call *c, int64_t dirfd, uint64_t path_addr, int f
 		/* decided without opening: the kernel opens it */
 		r = vfs_open_decide(c->s->vfs, &caller, c->path, flags, &c->verdict);
 		if (r == VFS_OPEN_KERNEL) {
+			c->outcome = CALL_CONTINUE;
+			return;
+		}
+		if (r < 0 && c->verdict.denied && c->s->continue_denied_opens) {
+			/* A hidden symlink is followed by the kernel, to a target it decides
+			 * by its own path (the stub watcher reports a stub there). Anything
+			 * else is reported (dispatch_one()) with the errno the kernel gives,
+			 * and a stub's refusal is not reported a second time. */
+			if (!c->verdict.link) {
+				c->err = native_open_errno(&c->verdict);
+				c->policy_denied = true;
+				if (c->err == EPERM)
+					stubwatch_expect(c->s, c->tid);
+			}
 			c->outcome = CALL_CONTINUE;
 			return;
 		}
@@ -1855,6 +1892,7 @@ void dispatch_one(struct sup_ctx *s, const struct seccomp_notif *req, struct tra
 	c.path[0] = c.path2[0] = c.addr[0] = c.flags_text[0] = '\0';
 	c.verdict.err = 0;
 	c.verdict.denied = false;
+	c.verdict.below = false;
 	c.verdict.rule[0] = c.verdict.vpath[0] = '\0';
 
 	atomic_fetch_add(&s->n.notified, 1);

@@ -71,6 +71,34 @@ static const struct sc_entry *syscall_of(const struct sup_ctx *s, pid_t tid)
 	return e ? e : sc_by_id(s->arch, SC_openat);
 }
 
+/* A slot per thread, found by a scan: a full table only means a second report. */
+static bool take_expected(struct sup_ctx *s, pid_t tid)
+{
+	for (size_t i = 0; i < ELEMENTSOF(s->stub_expected); i++) {
+		int t = tid;
+
+		if (atomic_load_explicit(&s->stub_expected[i], memory_order_relaxed) == tid &&
+		    atomic_compare_exchange_strong(&s->stub_expected[i], &t, 0))
+			return true;
+	}
+	return false;
+}
+
+void stubwatch_expect(struct sup_ctx *s, pid_t tid)
+{
+	for (size_t i = 0; i < ELEMENTSOF(s->stub_expected); i++) {
+		int t = 0;
+
+		if (atomic_compare_exchange_strong(&s->stub_expected[i], &t, tid))
+			return;
+	}
+}
+
+void stubwatch_forget(struct sup_ctx *s, pid_t tid)
+{
+	(void)take_expected(s, tid);
+}
+
 /*
  * One event. The call is read while the opener still waits in it (microseconds: only a
  * denied open waits on this), then the answer, then the report. The event's fd is
@@ -91,6 +119,10 @@ static void on_event(struct stubwatch *w, const struct fanotify_event_metadata *
 		return; /* FAN_Q_OVERFLOW: nothing waits on it */
 	if (w->s)
 		e = syscall_of(w->s, md->pid);
+	/* With -v the supervisor reported it before it continued the open. Asked while
+	 * the opener waits: its next open, trapped, clears what is left. */
+	if (e && w->s->continue_denied_opens && take_expected(w->s, md->pid))
+		e = NULL;
 	if (md->mask & FAN_ALL_PERM_EVENTS)
 		(void)!write(w->fan, &resp, sizeof(resp));
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", md->fd);

@@ -8,7 +8,9 @@
  * FAN_OPEN_PERM mark on each stub inode has the kernel ask us, and a thread of its own
  * answers FAN_DENY (the open fails with EPERM) and reports the denial as a trapped one
  * is (sup_report_denial()): the rule, found by the virtual path, which is the stub's
- * mount point in the sandbox's namespace.
+ * mount point in the sandbox's namespace. With -v the opens stay trapped and a denied
+ * one is continued after the supervisor reported it (continue_denied_opens): the marks
+ * still refuse it (EPERM, as without -v), and that event is not reported again.
  *
  * Lifecycle, on the supervisor's main thread: stubwatch_open() before the supervisor
  * confines itself (fanotify permission events need CAP_SYS_ADMIN in the initial user
@@ -23,6 +25,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <sys/types.h>
 
 struct sup_ctx;
 
@@ -41,4 +44,10 @@ int stubwatch_open(struct stubwatch *w);
 /* Marks SPAWN_STUB_FILE and SPAWN_STUB_DIR below dirfd (an O_PATH fd). 0 or -errno. */
 int stubwatch_mark(struct stubwatch *w, int dirfd);
 int stubwatch_start(struct stubwatch *w, struct sup_ctx *s);
+/* With -v (continue_denied_opens) the supervisor reports a denied open itself and
+ * continues it: stubwatch_expect(tid) before the CONTINUE of one that is to meet a stub,
+ * whose event is then answered but not reported again. stubwatch_forget(tid) when the
+ * thread's next open is trapped: a path swapped meanwhile may have met no stub. */
+void stubwatch_expect(struct sup_ctx *s, pid_t tid);
+void stubwatch_forget(struct sup_ctx *s, pid_t tid);
 void stubwatch_stop(struct stubwatch *w);

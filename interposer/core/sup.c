@@ -548,6 +548,7 @@ static void on_sync(struct run *R)
 			 * namespace: a path swapped after a CONTINUE could reach it. */
 			R->ctx.continue_ro_opens = false;
 			R->ctx.continue_unix = false;
+			R->ctx.continue_denied_opens = false;
 			R->open_path = "emulated";
 			log_info("every call by name is emulated in this run: the trees the hide "
 				 "rules' globs can match in hold more than %u entries, or a path "
@@ -1635,10 +1636,16 @@ int sup_run(struct sup_opts *o)
 				 "the kernel's view does not back the check");
 		/* Read-only opens leave the notify set where the kernel reports an open of
 		 * a stub to us (stubwatch.h): root only (fanotify permission events), and
-		 * not with --audit, whose stream records every open. */
+		 * not with --audit, whose stream records every open. Nor with -v, which
+		 * asks for every denial: an open below a hidden directory fails in the
+		 * lookup (ENOENT in the empty stub), which no kernel hook reports. There
+		 * they stay trapped, denied ones continued as well (the marks still give
+		 * the stub's EPERM): the program sees what it sees without -v. */
 		if (R->ctx.continue_ro_opens && !o->audit_path) {
 			r = stubwatch_open(&R->stubs);
-			if (r >= 0)
+			if (r >= 0 && o->verbose)
+				R->ctx.continue_denied_opens = true;
+			else if (r >= 0)
 				fk = SUP_FILTER_NATIVE_OPEN;
 		}
 		R->open_path = fk == SUP_FILTER_NATIVE_OPEN ? "native"
@@ -1646,6 +1653,10 @@ int sup_run(struct sup_opts *o)
 		if (fk == SUP_FILTER_NATIVE_OPEN)
 			log_info("read-only opens: native; an open of a hidden path meets its "
 				 "stub, refused (EPERM) and reported through fanotify");
+		else if (R->ctx.continue_denied_opens)
+			log_info("read-only opens: checked, then continued, refused ones too "
+				 "(-v names each: natively a failed lookup below a hidden "
+				 "directory reaches no kernel hook; without -v they are native)");
 		else if (R->ctx.continue_ro_opens)
 			log_info("read-only opens: checked, then continued (no fanotify marks on "
 				 "the stubs: %s)", o->audit_path ? "--audit records every open"

@@ -72,10 +72,14 @@ for i in range(100000):
     except OSError: pass
 '
 mode=namespaced; have_mode namespaced || mode=unnamespaced
+# -v keeps read-only opens trapped where -q lets them be native (root, namespaced): the
+# time to compare is the printing's, so both runs trap them where a test hook can say so
+hooks=; grep -q '^#define MOAT_TEST_HOOKS 1' "$MOAT_BUILD/moat-config.h" 2>/dev/null && hooks=1
+env_same=(env); [ -n "$hooks" ] && env_same+=(MOAT_TEST_NO_FANOTIFY=1)
 t0=$(date +%s%N)
-timeout 300 "$MOAT" run -q --mode $mode -- $PY -c "$loop" 2>/dev/null
+timeout 300 "${env_same[@]}" "$MOAT" run -q --mode $mode -- $PY -c "$loop" 2>/dev/null
 t1=$(date +%s%N)
-timeout 300 "$MOAT" run -v --mode $mode -- $PY -c "$loop" 2>"$TMP/err" >/dev/null
+timeout 300 "${env_same[@]}" "$MOAT" run -v --mode $mode -- $PY -c "$loop" 2>"$TMP/err" >/dev/null
 rc=$?
 t2=$(date +%s%N)
 quiet_ms=$(( (t1 - t0) / 1000000 )); verbose_ms=$(( (t2 - t1) / 1000000 ))
@@ -84,6 +88,10 @@ lines=$(grep -c denied "$TMP/err")
 max=$(( (verbose_ms / 1000 + 2) * 12 + 1 ))
 [ $rc -eq 0 ] && [ "$lines" -le "$max" ] && grep -q '100000 denied calls' "$TMP/err"
 ok $? "-v over 100000 denied opens prints $lines lines (at most $max) and still counts them all" "$(head -20 "$TMP/err"; tail -3 "$TMP/err")"
-[ $rc -eq 0 ] && [ $verbose_ms -le $(( quiet_ms * 3 / 2 + 3000 )) ]
-ok $? "-v costs little time: ${verbose_ms} ms against ${quiet_ms} ms with -q" ""
+if [ -z "$hooks" ] && [ "$(id -u)" -eq 0 ] && [ $mode = namespaced ]; then
+	skip "-v costs little time" "without test hooks -q opens natively what -v traps: no like-for-like pair"
+else
+	[ $rc -eq 0 ] && [ $verbose_ms -le $(( quiet_ms * 3 / 2 + 3000 )) ]
+	ok $? "-v costs little time: ${verbose_ms} ms against ${quiet_ms} ms with -q" ""
+fi
 finish
