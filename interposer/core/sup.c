@@ -1804,8 +1804,12 @@ int sup_run(struct sup_opts *o)
 	/* Everything that held a pty slave is gone: its last output goes out before ours. */
 	term_relay_finish(&R->term);
 	R->t_end = now_mono_ns();
-	/* The namespace's mounts went with its last process: account on the host. */
-	if (R->ctx.namespaced)
+	/* The namespace's mounts went with its last process: what reads the vfs after the
+	 * run (the change set, the copy-on-write's commit or export) reads it on the host.
+	 * Nothing else does: vfs_free() closes the fds of either side, so the switch back
+	 * (an fstat of every mapping and the skeleton's directories opened again) is only
+	 * paid when something will read. */
+	if (R->ctx.namespaced && (o->report_path || R->ctx.audit || o->cow))
 		vfs_rebase(R->ctx.vfs, -1);
 	if (R->have_cg)
 		cg_stats(&R->cg, &R->cgs);
