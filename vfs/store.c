@@ -134,6 +134,44 @@ int vfs__skeleton_path(struct vfs *v, char **ret)
 	return vfs__private_path(v, "root", ret);
 }
 
+/*
+ * Take the skeleton down without reading it back: what finalize made in it is known
+ * from the table (a mount point for each mapping whose parent is unmapped, the unmapped
+ * directories, deepest first since a child sorts after its parent), and nothing else
+ * writes there (the sandbox never sees the host's skeleton). One unlinkat() per entry
+ * instead of an open, a read of the directory and a close for each. Whatever is left (a
+ * skeleton only half built) makes the last rmdir() fail: the caller then removes the
+ * tree by walking it.
+ */
+void vfs__skel_remove(const struct vfs *v)
+{
+	_cleanup_close_ int root = -1;
+
+	if (!v->skeleton)
+		return;
+	root = open(v->skeleton, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (root < 0)
+		return;
+	for (size_t i = 0; i < v->n_mounts; i++) {
+		const char *virt = v->mounts[i]->virt, *s = strrchr(virt, '/');
+		char parent[PATH_MAX];
+
+		/* exactly the mount points finalize made: below a mapping there are none,
+		 * and every directory on the way is one finalize made, never a symlink */
+		if (!s || !s[1] || (size_t)(s - virt) >= sizeof(parent))
+			continue;
+		snprintf(parent, sizeof(parent), "%.*s", s == virt ? 1 : (int)(s - virt), virt);
+		if (!vfs__is_implicit(v, parent))
+			continue;
+		if (unlinkat(root, virt + 1, AT_REMOVEDIR) < 0 && errno == ENOTDIR)
+			(void)unlinkat(root, virt + 1, 0);
+	}
+	for (size_t i = v->n_implicit; i-- > 0;)
+		if (!streq(v->implicit[i], "/"))
+			(void)unlinkat(root, v->implicit[i] + 1, AT_REMOVEDIR);
+	(void)rmdir(v->skeleton);
+}
+
 /* mkdir -p of rel (absolute, "/a/b") below base, a private directory of ours. */
 int vfs__skel_mkdirs(const char *base, const char *rel)
 {

@@ -67,6 +67,9 @@ _public_ struct vfs *vfs_free(struct vfs *v)
 {
 	if (!v)
 		return NULL;
+	/* from the table, so before it goes; an open fd into the skeleton does not hold
+	 * its directories */
+	vfs__skel_remove(v);
 	for (size_t i = 0; i < v->n_rules; i++) {
 		struct vfs__rule *r = &v->rules[i];
 
@@ -112,7 +115,7 @@ _public_ struct vfs *vfs_free(struct vfs *v)
 	if (v->private_dir)
 		vfs__rm_rf_at(AT_FDCWD, v->private_dir);
 	free(v->private_dir);
-	if (v->skeleton_dir)
+	if (v->skeleton_dir && rmdir(v->skeleton_dir) < 0)
 		vfs__rm_rf_at(AT_FDCWD, v->skeleton_dir);
 	free(v->skeleton_dir);
 	if (v->private_lock >= 0)

@@ -164,6 +164,7 @@ void vfs__sweep_stale(const char *parent, const char *prefix);
 int vfs__private_path(struct vfs *v, const char *prefix, char **ret);
 int vfs__skeleton_path(struct vfs *v, char **ret);
 int vfs__skel_mkdirs(const char *base, const char *rel);
+void vfs__skel_remove(const struct vfs *v);
 int vfs__skel_mountpoint(const char *base, const char *rel, const struct vfs__rule *m,
                          const struct stat *st);
 int vfs__write_file(const char *path, const char *data, size_t n);

@@ -1130,24 +1130,40 @@ static void handle_xattr(struct sup_call *c, enum xattr_follow follow, enum xatt
 }
 
 /*
+ * The notifier's buffer for directory reads, allocated at its first use. As a static
+ * thread-local array it was part of the process's static TLS, which the loader zeroes
+ * for every thread created (the notifiers, the exec tracer, the stub watcher) at the
+ * start of every run, whether or not a directory is ever read.
+ */
+#define DIR_BUF_SIZE 65536
+
+static char *get_dir_buf(struct tracee_cache *tc)
+{
+	if (!tc->dir_buf)
+		tc->dir_buf = malloc(DIR_BUF_SIZE);
+	return tc->dir_buf;
+}
+
+/*
  * Whether the directory (an O_PATH fd, at vpath in the view) holds an entry the view
  * hides: its events would carry that entry's name, and the inotify fd is read natively,
  * where nothing can filter them. -errno when it cannot be read.
  */
 static int holds_hidden(struct sup_call *c, int fd, const char *vpath)
 {
-	static __thread char buf[32768];
 	_cleanup_close_ int dfd = -1;
-	char proc[64];
+	char proc[64], *buf;
 	ssize_t n;
 
 	if (!vfs_dir_needs_filter(c->s->vfs, vpath))
 		return 0;
+	if (!(buf = get_dir_buf(c->tc)))
+		return -ENOMEM;
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 	dfd = open(proc, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return negative_errno();
-	while ((n = syscall(SYS_getdents64, dfd, buf, sizeof(buf))) > 0)
+	while ((n = syscall(SYS_getdents64, dfd, buf, DIR_BUF_SIZE)) > 0)
 		if (vfs_filter_dirents(c->s->vfs, vpath, buf, (size_t)n) != (size_t)n)
 			return 1;
 	return n < 0 ? negative_errno() : 0;
@@ -1200,7 +1216,7 @@ static void handle_getdents64(struct sup_call *c)
 	const char *dir = vdir;
 	_cleanup_close_ int fd = -1;
 	size_t count = (size_t)ARG(c, 2);
-	static __thread char buf[65536];
+	char *buf = get_dir_buf(c->tc);
 	bool filter;
 	ssize_t n;
 
@@ -1227,7 +1243,9 @@ static void handle_getdents64(struct sup_call *c)
 	snprintf(c->path, sizeof(c->path), "%s", dir);
 	c->has_path = n > 0;
 	filter = n > 0 && dir[0] == '/' && vfs_dir_needs_filter(c->s->vfs, dir);
-	count = MIN(count, sizeof(buf));
+	if (!buf)
+		return set_result(c, -ENOMEM);
+	count = MIN(count, DIR_BUF_SIZE);
 	for (;;) {
 		size_t len;
 
@@ -1813,6 +1831,7 @@ void tracee_cache_free(struct tracee_cache *tc)
 		}
 	free(tc->deep[0]);
 	free(tc->deep[1]);
+	free(tc->dir_buf);
 	memset(tc, 0, sizeof(*tc));
 }
 

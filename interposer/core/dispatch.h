@@ -36,6 +36,7 @@ struct tracee_cache {
 	 * allocated on first use; two, for the two bases of a rename or link) */
 	char *deep[2];
 	unsigned deep_next;
+	char *dir_buf;  /* directory reads (getdents64, inotify's check), on first use */
 };
 
 /* Answer one notification; tc is the calling notifier thread's own cache. */

@@ -520,9 +520,9 @@ int exectrace_start(struct sup_ctx *s)
 	return 0;
 }
 
-/* After the sandbox is gone. A tracee still attached would be killed by PTRACE_O_EXITKILL
- * as the thread exits. */
-void exectrace_stop(struct sup_ctx *s)
+/* Tell the thread to stop without waiting for it: at teardown every thread is told
+ * first and joined after, so that their wake-ups overlap. exectrace_stop() joins. */
+void exectrace_wake(struct sup_ctx *s)
 {
 	struct exectrace *t = s->exectrace;
 
@@ -531,11 +531,23 @@ void exectrace_stop(struct sup_ctx *s)
 	pthread_mutex_lock(&t->lock);
 	t->stop = true;
 	pthread_mutex_unlock(&t->lock);
+	sem_post(&t->wake);
+	pthread_kill(t->thread, SIGUSR2);
+}
+
+/* After the sandbox is gone. A tracee still attached would be killed by PTRACE_O_EXITKILL
+ * as the thread exits. */
+void exectrace_stop(struct sup_ctx *s)
+{
+	struct exectrace *t = s->exectrace;
+
+	if (!t)
+		return;
+	/* a wake that came before the thread waited is lost: again until it is gone */
 	for (;;) {
 		struct timespec ts;
 
-		sem_post(&t->wake);
-		pthread_kill(t->thread, SIGUSR2);
+		exectrace_wake(s);
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_nsec += 2000000;
 		if (ts.tv_nsec >= 1000000000) {

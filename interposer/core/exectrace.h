@@ -8,7 +8,8 @@
  *   exectrace_seize_early() sup.c's main thread, for a command that waits for its argv
  *   exectrace_watch()       a notifier thread, before it continues an exec
  *   exectrace_armed()       the same thread, once the continue is answered
- *   exectrace_stop()        sup.c, at teardown
+ *   exectrace_wake()        sup.c, at teardown: told to stop, not waited for
+ *   exectrace_stop()        sup.c, at teardown, after the wake: joined
  */
 #pragma once
 
@@ -19,6 +20,7 @@ struct stat;
 struct sup_ctx;
 
 int exectrace_start(struct sup_ctx *s);
+void exectrace_wake(struct sup_ctx *s);
 void exectrace_stop(struct sup_ctx *s);
 /* Seize tid (about to be continued into an exec of checked, or NULL when no file was
  * checked); 0 and a token to pass to exectrace_armed() once the continue is answered

@@ -370,13 +370,23 @@ static int notifier_start(struct run *R)
 	return R->n_notifiers > 0 ? 0 : r;
 }
 
+/* Tell every notifier to stop without waiting: at teardown all threads are told first
+ * and joined after (notifier_stop()), so that their wake-ups overlap instead of adding
+ * up. A semaphore post too, for those still waiting for a listener. */
+static void notifier_wake(struct run *R)
+{
+	atomic_store(&R->notifier_stop, true);
+	for (unsigned i = 0; i < R->n_notifiers; i++) {
+		sem_post(&R->listener_ready);
+		pthread_kill(R->notifiers[i].thread, SIGUSR2);
+	}
+}
+
 /* RECV does not return when the last filtered task is gone, and a signal sent just
  * before a thread enters it would be lost: signal each until it has left. */
 static void notifier_stop(struct run *R)
 {
-	atomic_store(&R->notifier_stop, true);
-	for (unsigned i = 0; i < R->n_notifiers; i++)
-		sem_post(&R->listener_ready); /* for those still waiting for a listener */
+	notifier_wake(R);
 	for (unsigned i = 0; i < R->n_notifiers; i++) {
 		struct notifier *nt = &R->notifiers[i];
 
@@ -1823,6 +1833,9 @@ int sup_run(struct sup_opts *o)
 		cg_kill(&R->cg);
 	raise_nofile();
 	kill_descendants(getpid());
+	/* Every thread told first, then each joined: their wake-ups overlap. */
+	notifier_wake(R);
+	exectrace_wake(&R->ctx);
 	stubwatch_stop(&R->stubs);
 	notifier_stop(R);
 	exectrace_stop(&R->ctx);
@@ -1833,8 +1846,12 @@ int sup_run(struct sup_opts *o)
 	/* Everything that held a pty slave is gone: its last output goes out before ours. */
 	term_relay_finish(&R->term);
 	R->t_end = now_mono_ns();
-	/* The namespace's mounts went with its last process: account on the host. */
-	if (R->ctx.namespaced)
+	/* The namespace's mounts went with its last process: what reads the vfs after the
+	 * run (the change set, the copy-on-write's commit or export) reads it on the host.
+	 * Nothing else does: vfs_free() closes the fds of either side, so the switch back
+	 * (an fstat of every mapping and the skeleton's directories opened again) is only
+	 * paid when something will read. */
+	if (R->ctx.namespaced && (o->report_path || R->ctx.audit || o->cow))
 		vfs_rebase(R->ctx.vfs, -1);
 	if (R->have_cg)
 		cg_stats(&R->cg, &R->cgs);
@@ -1971,6 +1988,8 @@ int sup_serve(struct sup_opts *o, int listener, pid_t pid)
 	signal_keeper(R, SIGKILL);
 	raise_nofile();
 	kill_descendants(getpid());
+	notifier_wake(R);
+	exectrace_wake(&R->ctx);
 	notifier_stop(R);
 	exectrace_stop(&R->ctx);
 	firstexec_drop(&R->ctx);

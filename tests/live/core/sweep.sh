@@ -9,16 +9,6 @@ plan 5
 have_mode namespaced || skip_all "the namespaced mode cannot start here"
 command -v flock >/dev/null || skip_all "flock(1) (util-linux) is not installed"
 
-# private_dirs PID: the private directories the supervisor PID holds locked
-private_dirs() {
-	for f in /proc/"$1"/fd/*; do readlink "$f"; done 2>/dev/null |
-		grep -E '^(/tmp/moat-vfs-|/dev/shm/moat-root-)[^/]{6}$' | sort -u
-}
-# wait_for FILE: up to 10 s
-wait_for() {
-	for _ in $(seq 100); do [ -e "$1" ] && return 0; sleep 0.1; done
-	return 1
-}
 # age DIR...: older than the sweep's grace period for new directories
 age() { touch -m -d '-1 minute' "$@"; }
 

@@ -17,3 +17,15 @@ make_workspace() {
 	mkdir "$W/sub"
 	echo inner >"$W/sub/inner.txt"
 }
+
+# private_dirs PID: the private directories the supervisor PID holds (its sandbox's /tmp
+# backing under /tmp/moat-vfs-*, the skeleton under /dev/shm/moat-root-*), seen from outside
+private_dirs() {
+	for f in /proc/"$1"/fd/*; do readlink "$f"; done 2>/dev/null |
+		grep -E '^(/tmp/moat-vfs-|/dev/shm/moat-root-)[^/]{6}$' | sort -u
+}
+# wait_for FILE: up to 10 s
+wait_for() {
+	for _ in $(seq 100); do [ -e "$1" ] && return 0; sleep 0.1; done
+	return 1
+}
