@@ -118,5 +118,7 @@ struct sup_call {
 	uint64_t exec_token;    /* an exec continued under watch (exectrace_armed()), or 0 */
 	bool exec_by_fd;        /* the command's first exec, by the fd of the file checked
 	                           (firstexec.c): recorded as the execve it stands for */
+	bool id_unchecked;      /* continued without NOTIF_ID_VALID: only the SEND of the
+	                           CONTINUE vouches for the path read (do_open()) */
 	struct vfs_verdict verdict;
 };

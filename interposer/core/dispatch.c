@@ -311,6 +311,10 @@ static void read_comm(struct sup_call *c, char *buf, size_t len)
 
 			snprintf(p, sizeof(p), "/proc/%d/comm", c->tid);
 			*fd = open(p, O_RDONLY | O_CLOEXEC);
+			/* after a continued open the thread may still act for its caller
+			 * (lazy_creds()), whose authority may fall short of /proc here */
+			if (*fd < 0 && (errno == EACCES || errno == EPERM) && creds_self())
+				*fd = open(p, O_RDONLY | O_CLOEXEC);
 		}
 		n = *fd >= 0 ? pread(*fd, buf, len - 1, 0) : -1;
 		if (n <= 0)
@@ -501,10 +505,11 @@ static void do_open(struct sup_call *c, int64_t dirfd, uint64_t path_addr, int f
 	 * re-validation (the kernel refuses an id whose thread no longer waits in this call,
 	 * and while it waits its tid cannot be another's), and the decision before it acts
 	 * on nothing. So ID_VALID is asked here only when the supervisor may answer itself;
-	 * a decision that does not end in CONTINUE asks it before its answer. With --audit
-	 * the record must never name a path read from a tid reused meanwhile: asked first.
+	 * a decision that does not end in CONTINUE asks it before its answer. The --audit
+	 * record, made after the SEND, names the path only if the SEND succeeded
+	 * (dispatch_one()): a path read from a tid reused meanwhile is never recorded.
 	 */
-	if (!continuing || c->s->audit) {
+	if (!continuing) {
 		if (!still_valid(c))
 			return set_result(c, -ESRCH);
 		validated = true;
@@ -517,6 +522,7 @@ static void do_open(struct sup_call *c, int64_t dirfd, uint64_t path_addr, int f
 		r = vfs_open_decide(c->s->vfs, &caller, c->path, flags, &c->verdict);
 		if (r == VFS_OPEN_KERNEL) {
 			c->outcome = CALL_CONTINUE;
+			c->id_unchecked = true;
 			return;
 		}
 		if (r < 0 && c->verdict.denied && c->s->continue_denied_opens) {
@@ -1877,12 +1883,14 @@ static void record(struct sup_call *c, uint64_t latency, const struct call_stack
 }
 
 /* The calls that may start, and end, still acting for a caller (see dispatch_one()):
- * open and openat without --audit, whose handler reads tracee memory as ourselves
- * whenever the caller's authority falls short. Nothing else that --audit adds (the
- * stack, the comm, the process record) has to be checked for the same. */
+ * open and openat, whose handler reads tracee memory as ourselves whenever the caller's
+ * authority falls short. What --audit adds after a continued open reads nothing of the
+ * caller's but its comm (read_comm() retries that as ourselves) and its ids (memory);
+ * a stack would read its memory and maps, so --audit-stacks all takes our own first. */
 static bool lazy_creds(const struct sup_call *c)
 {
-	return !c->s->audit && (c->e->id == SC_open || c->e->id == SC_openat);
+	return (c->e->id == SC_open || c->e->id == SC_openat) &&
+	       !(c->s->audit && audit_wants_stacks(c->s->audit, AUDIT_CONTINUED));
 }
 
 void dispatch_one(struct sup_ctx *s, const struct seccomp_notif *req, struct tracee_cache *tc)
@@ -1908,6 +1916,7 @@ void dispatch_one(struct sup_ctx *s, const struct seccomp_notif *req, struct tra
 	c.comm_changing = false;
 	c.exec_token = 0;
 	c.exec_by_fd = false;
+	c.id_unchecked = false;
 	c.path[0] = c.path2[0] = c.addr[0] = c.flags_text[0] = '\0';
 	c.verdict.err = 0;
 	c.verdict.denied = false;
@@ -1941,8 +1950,9 @@ void dispatch_one(struct sup_ctx *s, const struct seccomp_notif *req, struct tra
 	handle(&c);
 	if (c.e->id == SC_execve || c.e->id == SC_execveat)
 		atomic_store(&s->runtime_init, false);
-	/* What follows is ours: the stack, the reply, the record. A continued open without
-	 * --audit has nothing of ours left to do but the SEND, which no credential governs. */
+	/* What follows is ours: the stack, the reply, the record. A continued open has
+	 * nothing of ours left to do but the SEND, which no credential governs, and its
+	 * record (lazy_creds()). */
 	if (!(lazy_creds(&c) && c.outcome == CALL_CONTINUE))
 		creds_self();
 	proctrack_call(&c); /* ids and an exec's argv, read while the caller still waits */
@@ -1979,6 +1989,14 @@ void dispatch_one(struct sup_ctx *s, const struct seccomp_notif *req, struct tra
 		atomic_fetch_add(&s->n.errors, 1);
 	if (c.outcome != CALL_CONTINUE)
 		atomic_fetch_add(&s->n.emulated, 1);
+	if (r < 0 && c.id_unchecked) {
+		/* Not continued, and nothing vouches that the path we read was this caller's
+		 * (its tid may be another's by now): the record names no path or rule. */
+		c.outcome = CALL_REPLIED;
+		c.err = ESRCH;
+		c.has_path = false;
+		c.verdict.vpath[0] = c.verdict.rule[0] = '\0';
+	}
 	if (c.policy_denied)
 		report_denial(&c);
 	record(&c, now_mono_ns() - c.t0 - stack_ns, &stack);
