@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -143,6 +145,36 @@ int vfs__skeleton_path(struct vfs *v, char **ret)
  * skeleton only half built) makes the last rmdir() fail: the caller then removes the
  * tree by walking it.
  */
+/*
+ * unlinkat() of rel below root, never through a symlink: the skeleton lies in a shared
+ * /dev/shm, where a process of our user (another run's sandbox given the host's
+ * /dev/shm) can put a symlink in place of one of its directories, and the kernel
+ * follows one in any but the last component. The parent is opened beneath root with
+ * no symlink on the way; without openat2 nothing is removed here (the walk does it).
+ */
+static void skel_unlink(int root, const char *rel, int flags)
+{
+	struct open_how how = {
+		.flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
+		           RESOLVE_NO_XDEV,
+	};
+	const char *s = strrchr(rel, '/');
+	char parent[PATH_MAX];
+	_cleanup_close_ int pfd = -1;
+
+	if (!s) {
+		(void)unlinkat(root, rel, flags);
+		return;
+	}
+	if ((size_t)(s - rel) >= sizeof(parent))
+		return;
+	snprintf(parent, sizeof(parent), "%.*s", (int)(s - rel), rel);
+	pfd = (int)syscall(SYS_openat2, root, parent, &how, sizeof(how));
+	if (pfd >= 0 && unlinkat(pfd, s + 1, flags) < 0 && errno == ENOTDIR && flags)
+		(void)unlinkat(pfd, s + 1, 0);
+}
+
 void vfs__skel_remove(const struct vfs *v)
 {
 	_cleanup_close_ int root = -1;
@@ -163,12 +195,11 @@ void vfs__skel_remove(const struct vfs *v)
 		snprintf(parent, sizeof(parent), "%.*s", s == virt ? 1 : (int)(s - virt), virt);
 		if (!vfs__is_implicit(v, parent))
 			continue;
-		if (unlinkat(root, virt + 1, AT_REMOVEDIR) < 0 && errno == ENOTDIR)
-			(void)unlinkat(root, virt + 1, 0);
+		skel_unlink(root, virt + 1, AT_REMOVEDIR);
 	}
 	for (size_t i = v->n_implicit; i-- > 0;)
 		if (!streq(v->implicit[i], "/"))
-			(void)unlinkat(root, v->implicit[i] + 1, AT_REMOVEDIR);
+			skel_unlink(root, v->implicit[i] + 1, AT_REMOVEDIR);
 	(void)rmdir(v->skeleton);
 }
 
