@@ -137,15 +137,6 @@ int vfs__skeleton_path(struct vfs *v, char **ret)
 }
 
 /*
- * Take the skeleton down without reading it back: what finalize made in it is known
- * from the table (a mount point for each mapping whose parent is unmapped, the unmapped
- * directories, deepest first since a child sorts after its parent), and nothing else
- * writes there (the sandbox never sees the host's skeleton). One unlinkat() per entry
- * instead of an open, a read of the directory and a close for each. Whatever is left (a
- * skeleton only half built) makes the last rmdir() fail: the caller then removes the
- * tree by walking it.
- */
-/*
  * unlinkat() of rel below root, never through a symlink: the skeleton lies in a shared
  * /dev/shm, where a process of our user (another run's sandbox given the host's
  * /dev/shm) can put a symlink in place of one of its directories, and the kernel
@@ -175,13 +166,26 @@ static void skel_unlink(int root, const char *rel, int flags)
 		(void)unlinkat(pfd, s + 1, 0);
 }
 
+/*
+ * Take the skeleton down without reading it back: what finalize made in it is known
+ * from the table (a mount point for each mapping whose parent is unmapped, the unmapped
+ * directories, deepest first since a child sorts after its parent), and nothing else
+ * writes there but a process of our user with the host's /dev/shm (skel_unlink()). One
+ * unlinkat() per entry instead of an open, a read of the directory and a close for each. Whatever is left (a
+ * skeleton only half built) makes the last rmdir() fail: the caller then removes the
+ * tree by walking it.
+ */
 void vfs__skel_remove(const struct vfs *v)
 {
 	_cleanup_close_ int root = -1;
 
 	if (!v->skeleton)
 		return;
-	root = open(v->skeleton, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	/* Through the fd held since mkdtemp(): a symlink put in place of its directory
+	 * in /dev/shm would lead the name elsewhere. */
+	root = v->skeleton_lock >= 0
+		       ? openat(v->skeleton_lock, "root", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+		       : open(v->skeleton, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (root < 0)
 		return;
 	for (size_t i = 0; i < v->n_mounts; i++) {
