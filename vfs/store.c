@@ -150,20 +150,22 @@ static void skel_unlink(int root, const char *rel, int flags)
 		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
 		           RESOLVE_NO_XDEV,
 	};
-	const char *s = strrchr(rel, '/');
+	const char *s = strrchr(rel, '/'), *name = s ? s + 1 : rel;
 	char parent[PATH_MAX];
 	_cleanup_close_ int pfd = -1;
+	int dfd = root;
 
-	if (!s) {
-		(void)unlinkat(root, rel, flags);
-		return;
+	if (s) {
+		if ((size_t)(s - rel) >= sizeof(parent))
+			return;
+		snprintf(parent, sizeof(parent), "%.*s", (int)(s - rel), rel);
+		dfd = pfd = (int)syscall(SYS_openat2, root, parent, &how, sizeof(how));
+		if (pfd < 0)
+			return;
 	}
-	if ((size_t)(s - rel) >= sizeof(parent))
-		return;
-	snprintf(parent, sizeof(parent), "%.*s", (int)(s - rel), rel);
-	pfd = (int)syscall(SYS_openat2, root, parent, &how, sizeof(how));
-	if (pfd >= 0 && unlinkat(pfd, s + 1, flags) < 0 && errno == ENOTDIR && flags)
-		(void)unlinkat(pfd, s + 1, 0);
+	/* a mount point may be a file (a mapped file): removed as one */
+	if (unlinkat(dfd, name, flags) < 0 && errno == ENOTDIR && flags)
+		(void)unlinkat(dfd, name, 0);
 }
 
 /*

@@ -974,13 +974,14 @@ static void write_report(struct run *R, int status)
 	json_object_set_new(f, "landlock_abi", json_integer(R->feat.landlock_abi));
 	json_object_set_new(f, "cgroup", json_integer(R->have_cg ? R->cg.version : 0));
 	json_object_set_new(f, "pidfd", json_boolean(R->feat.pidfd));
-	/* native: the stubs' fanotify marks report denied opens; continued: checked */
-	if (R->open_path)
+	/* read_only_opens: native (the stubs' fanotify marks report denied opens),
+	 * continued or emulated; unix_sockets: continued (the kernel performs them as the
+	 * program) or emulated (moat does) */
+	if (R->open_path) {
 		json_object_set_new(f, "read_only_opens", json_string(R->open_path));
-	/* continued: the kernel performs them as the program; emulated: moat does */
-	if (R->open_path)
 		json_object_set_new(f, "unix_sockets",
 				    json_string(R->ctx.continue_unix ? "continued" : "emulated"));
+	}
 	if (!R->sync_wake_up)
 		json_array_append_new(missing, json_string("SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP"));
 	if (!R->feat.user_ns)
@@ -1639,7 +1640,7 @@ int sup_run(struct sup_opts *o)
 		R->ctx.continue_unix = R->ctx.continue_ro_opens && !net_allows_any(o->net) &&
 				       !stdio_is_dir();
 		if (R->ctx.namespaced)
-			log_info("unix connects and sends: %s", R->ctx.continue_unix ?
+			log_info("unix connects, sends and listen: %s", R->ctx.continue_unix ?
 				 "checked, then continued (the peer sees the program's "
 				 "credentials)" : "performed by moat (the peer sees moat's "
 				 "credentials): the policy allows network destinations, or "
