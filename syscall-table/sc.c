@@ -423,6 +423,7 @@ const char *sc_mode_name(enum sc_mode m)
 {
 	static const char *const names[_SC_MODE_MAX] = {
 		[SC_MODE_NAMESPACED] = "namespaced",
+		[SC_MODE_NAMESPACED_NATIVE_WRITES] = "namespaced-native-writes",
 		[SC_MODE_NAMESPACED_CONTINUED] = "namespaced-continued-opens",
 		[SC_MODE_STRICT_HIDE] = "namespaced-strict-hide",
 		[SC_MODE_UNNAMESPACED] = "unnamespaced",
@@ -444,12 +445,17 @@ static json_t *mode_json(const struct sc_entry *e, enum sc_mode m)
 	switch ((enum sc_handling)e->handling) {
 	case SC_NOTIFY: {
 		/* a declaration may not follow a label before C23 (clang refuses it) */
-		bool ns = m == SC_MODE_NAMESPACED || m == SC_MODE_NAMESPACED_CONTINUED;
+		bool nw = m == SC_MODE_NAMESPACED_NATIVE_WRITES;
+		bool ns = m == SC_MODE_NAMESPACED || m == SC_MODE_NAMESPACED_CONTINUED || nw;
 
 		if (ns && e->fast == SC_FAST_NATIVE)
 			cls = "native", why = e->mode_note;
 		else if (e->continues)
 			cls = "continue-after-check";
+		else if (nw && e->fast == SC_FAST_NATIVE_W)
+			cls = "native", why = e->mode_note;
+		else if (nw && e->fast == SC_FAST_NATIVE_RO)
+			cls = "native-unless-O_PATH", why = e->mode_note;
 		else if (m == SC_MODE_NAMESPACED && e->fast == SC_FAST_NATIVE_RO)
 			cls = "native-when-read-only", why = e->mode_note;
 		else if (ns && e->fast == SC_FAST_NATIVE_RO)

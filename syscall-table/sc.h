@@ -75,7 +75,11 @@ enum sc_fast {
 	SC_FAST_SAME = 0,   /* as the handling column says */
 	SC_FAST_NATIVE,     /* out of the notify set: the kernel's answer is the policy's */
 	SC_FAST_NATIVE_RO,  /* a read-only open (flags in a register) is native where fanotify
-	                       marks the stubs, else continued after the check; others notified */
+	                       marks the stubs, else continued after the check; others notified,
+	                       or native but for O_PATH where creates are native */
+	SC_FAST_NATIVE_W,   /* creates or removes a name (not rename): native where nothing asked
+	                       for the change set (the kernel's read-only mounts, the stubs'
+	                       read-only binds and Landlock decide), else notified */
 };
 
 /*
@@ -100,10 +104,12 @@ enum sc_access {
 };
 
 /* What happens to one syscall in one mode, for `moat syscalls --json`. */
-/* namespaced: the stubs marked with fanotify (root started moat); continued-opens:
+/* namespaced: the stubs marked with fanotify (root started moat); native-writes: that,
+ * and nothing asks for the change set (no --report, --audit, --cow, -v); continued-opens:
  * namespaced without those marks, or with --audit, where read-only opens are checked. */
 enum sc_mode {
 	SC_MODE_NAMESPACED,
+	SC_MODE_NAMESPACED_NATIVE_WRITES,
 	SC_MODE_NAMESPACED_CONTINUED,
 	SC_MODE_STRICT_HIDE,
 	SC_MODE_UNNAMESPACED,

@@ -159,6 +159,10 @@ static int policy_show(struct run_args *a, int argc, char **argv)
 		      "empty stub to stat and listings (--strict-hide: the name is absent too)\n"
 		    : "# hidden content is never readable and a hidden name is absent: every "
 		      "metadata call by name is emulated\n");
+	if (stub)
+		printf("# a run asking for no change set (no --report, --audit, --cow or -v) leaves "
+		       "creates to the kernel: a new file may take a hidden name, holding the "
+		       "sandbox's own bytes\n");
 	if (strstr(a->o.policy_json, "\"directive\":\"system\""))
 		printf("# a \"**\" glob does not reach into a system mapping unless it is "
 		       "anchored there: a secret in a system tree is hidden by its path\n");

@@ -36,6 +36,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/utsname.h>
@@ -430,6 +431,27 @@ static bool stdio_is_dir(void)
 		if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))
 			return true;
 	return false;
+}
+
+/* A mapped /dev/ptmx opens through the host's /dev (vfs/ops.c open_source()): the kernel
+ * finds no devpts beside a lone bind of it and answers ENOENT, so write opens (a pty is
+ * opened O_RDWR) stay with moat where the table maps one. */
+static int maps_ptmx_one(const struct vfs_mount_info *m, void *ud)
+{
+	struct stat st;
+
+	if ((m->kind == VFS_MOUNT_BIND || m->kind == VFS_MOUNT_FILE) && m->host &&
+	    stat(m->host, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == makedev(5, 2))
+		*(bool *)ud = true;
+	return 0;
+}
+
+static bool maps_ptmx(const struct vfs *v)
+{
+	bool found = false;
+
+	vfs_foreach_mount(v, maps_ptmx_one, &found);
+	return found;
 }
 
 static void take_listener(struct run *R, pid_t from, int remote_fd)
@@ -1661,7 +1683,25 @@ int sup_run(struct sup_opts *o)
 		}
 		R->open_path = fk == SUP_FILTER_NATIVE_OPEN ? "native"
 			       : R->ctx.continue_ro_opens ? "continued" : "emulated";
-		if (fk == SUP_FILTER_NATIVE_OPEN)
+		/* Creates, removes, links and write opens feed the change set, which
+		 * --report, --audit and --cow read after the run; -v names every denial,
+		 * and the kernel's refusals (EROFS, Landlock's EACCES) reach no hook. With
+		 * none of them the kernel decides those calls as the table would: writable
+		 * only where a mount is read-write and Landlock grants it, the stubs bound
+		 * read-only (docs/threat-model.md, "Native creates"). */
+		if (fk == SUP_FILTER_NATIVE_OPEN && !o->report_path && !o->audit_path &&
+		    !o->cow && !o->verbose && R->feat.landlock_abi > 0 && !maps_ptmx(o->vfs)) {
+			fk = SUP_FILTER_NATIVE_WRITE;
+			log_info("creates, removes, links and write opens: native (no change "
+				 "set asked for)");
+		} else if (R->ctx.namespaced) {
+			log_info("creates, removes, links and write opens: performed by moat "
+				 "(%s)", fk == SUP_FILTER_NATIVE_OPEN ?
+				 "they feed the change set, or /dev/ptmx is mapped" :
+				 o->verbose && R->ctx.continue_denied_opens ?
+				 "-v names every denial" : "the kernel's view does not decide them");
+		}
+		if (fk == SUP_FILTER_NATIVE_OPEN || fk == SUP_FILTER_NATIVE_WRITE)
 			log_info("read-only opens: native; an open of a hidden path meets its "
 				 "stub, refused (EPERM) and reported through fanotify");
 		else if (R->ctx.continue_denied_opens)
@@ -1676,7 +1716,8 @@ int sup_run(struct sup_opts *o)
 		 * that goes over its budget the keeper says so (SYNC_MOUNTS_READY) and
 		 * opens stay emulated. */
 		/* The metadata the kernel answers must not show a hidden file either. */
-		plan.cover_globs = fk == SUP_FILTER_NAMESPACED || fk == SUP_FILTER_NATIVE_OPEN;
+		plan.cover_globs = fk == SUP_FILTER_NAMESPACED || fk == SUP_FILTER_NATIVE_OPEN ||
+				   fk == SUP_FILTER_NATIVE_WRITE;
 		r = sup_filter_precompiled(fk, &plan.prog);
 	}
 	if (r < 0)

@@ -12,9 +12,9 @@
 #include "vfs.h"
 
 extern const struct sock_filter moat_filter_insns[], moat_filter_strict_insns[],
-	moat_filter_unns_insns[], moat_filter_nativeopen_insns[];
+	moat_filter_unns_insns[], moat_filter_nativeopen_insns[], moat_filter_nativewrite_insns[];
 extern const unsigned short moat_filter_len, moat_filter_strict_len, moat_filter_unns_len,
-	moat_filter_nativeopen_len;
+	moat_filter_nativeopen_len, moat_filter_nativewrite_len;
 
 int sup_filter_precompiled(enum sup_filter_kind kind, struct sock_fprog *ret_prog)
 {
@@ -29,6 +29,10 @@ int sup_filter_precompiled(enum sup_filter_kind kind, struct sock_fprog *ret_pro
 	case SUP_FILTER_NATIVE_OPEN:
 		*ret_prog = (struct sock_fprog){ moat_filter_nativeopen_len,
 						 (struct sock_filter *)moat_filter_nativeopen_insns };
+		return 0;
+	case SUP_FILTER_NATIVE_WRITE:
+		*ret_prog = (struct sock_fprog){ moat_filter_nativewrite_len,
+						 (struct sock_filter *)moat_filter_nativewrite_insns };
 		return 0;
 	case SUP_FILTER_UNNAMESPACED:
 		*ret_prog = (struct sock_fprog){ moat_filter_unns_len,

@@ -110,8 +110,10 @@ static bool refused_in(const struct sc_entry *e, enum sup_filter_kind kind)
  * the policy's. */
 static bool native_in(const struct sc_entry *e, enum sup_filter_kind kind)
 {
-	return (kind == SUP_FILTER_NAMESPACED || kind == SUP_FILTER_NATIVE_OPEN) &&
-	       e->fast == SC_FAST_NATIVE;
+	if (kind == SUP_FILTER_NATIVE_WRITE && e->fast == SC_FAST_NATIVE_W)
+		return true;
+	return (kind == SUP_FILTER_NAMESPACED || kind == SUP_FILTER_NATIVE_OPEN ||
+		kind == SUP_FILTER_NATIVE_WRITE) && e->fast == SC_FAST_NATIVE;
 }
 
 /*
@@ -123,8 +125,11 @@ static bool native_in(const struct sc_entry *e, enum sup_filter_kind kind)
  * both bits. The kernel reads the flags as an int: only these low bits matter.
  */
 static const uint64_t open_trapped_bits[] = {
-	O_WRONLY, O_RDWR, O_CREAT, O_TRUNC, O_TMPFILE & ~O_DIRECTORY, O_PATH,
+	O_PATH, O_WRONLY, O_RDWR, O_CREAT, O_TRUNC, O_TMPFILE & ~O_DIRECTORY,
 };
+/* Where creates are native too (SUP_FILTER_NATIVE_WRITE), only O_PATH stays: the first
+ * entry above. A write lands only where a read-write mount and Landlock let it. */
+#define OPEN_TRAPPED_BITS_WRITE 1
 
 static int oflags_arg(const struct sc_entry *e)
 {
@@ -136,13 +141,16 @@ static int oflags_arg(const struct sc_entry *e)
 
 /* Native unless one of the bits above is set: one NOTIFY rule per bit (libseccomp ORs
  * the rules of one action). */
-static int add_native_ro_rules(scmp_filter_ctx ctx, const struct sc_entry *e)
+static int add_native_ro_rules(scmp_filter_ctx ctx, const struct sc_entry *e,
+				enum sup_filter_kind kind)
 {
+	size_t n = kind == SUP_FILTER_NATIVE_WRITE ? OPEN_TRAPPED_BITS_WRITE
+						   : ELEMENTSOF(open_trapped_bits);
 	int a = oflags_arg(e), r = 0;
 
 	if (a < 0)
 		return -EINVAL;
-	for (size_t i = 0; i < ELEMENTSOF(open_trapped_bits) && r >= 0; i++)
+	for (size_t i = 0; i < n && r >= 0; i++)
 		r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, e->nr, 1,
 				     (struct scmp_arg_cmp){ .arg = (unsigned)a,
 							    .op = SCMP_CMP_MASKED_EQ,
@@ -335,8 +343,9 @@ int sup_filter_build(uint32_t arch, enum sup_filter_kind kind, struct sock_fprog
 			r = 0;
 			break;
 		case SC_NOTIFY:
-			if (kind == SUP_FILTER_NATIVE_OPEN && e->fast == SC_FAST_NATIVE_RO)
-				r = add_native_ro_rules(ctx, e);
+			if ((kind == SUP_FILTER_NATIVE_OPEN || kind == SUP_FILTER_NATIVE_WRITE) &&
+			    e->fast == SC_FAST_NATIVE_RO)
+				r = add_native_ro_rules(ctx, e, kind);
 			else if (e->id == SC_sendto)
 				/* send() is sendto(fd, buf, len, flags, NULL, 0): with no
 				 * address there is no name to decide on, and the register

@@ -56,7 +56,8 @@ int main(int argc, char **argv)
 	if (emit(f, "moat_filter", SUP_FILTER_NAMESPACED) < 0 ||
 	    emit(f, "moat_filter_strict", SUP_FILTER_STRICT_HIDE) < 0 ||
 	    emit(f, "moat_filter_unns", SUP_FILTER_UNNAMESPACED) < 0 ||
-	    emit(f, "moat_filter_nativeopen", SUP_FILTER_NATIVE_OPEN) < 0) {
+	    emit(f, "moat_filter_nativeopen", SUP_FILTER_NATIVE_OPEN) < 0 ||
+	    emit(f, "moat_filter_nativewrite", SUP_FILTER_NATIVE_WRITE) < 0) {
 		fclose(f);
 		return 1;
 	}

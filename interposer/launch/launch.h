@@ -96,6 +96,10 @@ enum sup_filter_kind {
 	                            stubs are marked with fanotify (the supervisor reports
 	                            an open of one, refused) */
 	SUP_FILTER_UNNAMESPACED,
+	SUP_FILTER_NATIVE_WRITE, /* SUP_FILTER_NATIVE_OPEN, and opens of any flags but O_PATH,
+	                            creates, removes and links native: the
+	                            kernel's read-only mounts, the stubs' read-only binds and
+	                            Landlock decide them; for runs that ask for no change set */
 	_SUP_FILTER_MAX,
 };
 int sup_filter_build(uint32_t arch, enum sup_filter_kind kind, struct sock_fprog *ret_prog);

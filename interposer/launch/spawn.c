@@ -441,8 +441,12 @@ static int mount_one(const struct vfs_mount_info *m, void *ud)
 	 * mapping of /proc itself (the vfs adds one below such a mapping) mounts the
 	 * sandbox's own again on top. */
 	if (m->kind != VFS_MOUNT_HIDE && strcmp(m->virt, "/proc") == 0 &&
-	    m->host && strcmp(m->host, "/proc") == 0)
-		return RET_NERRNO(mount("proc", dst, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL));
+	    m->host && strcmp(m->host, "/proc") == 0) {
+		r = RET_NERRNO(mount("proc", dst, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL));
+		/* As the mapping says (ro-bind /proc): a native write open of
+		 * /proc/sys/... or /proc/self/... meets EROFS, as the table answers. */
+		return r < 0 || m->writable ? r : set_readonly(dst);
+	}
 	if (m->kind != VFS_MOUNT_HIDE &&
 	    (strcmp(m->virt, "/proc") == 0 || strncmp(m->virt, "/proc/", 6) == 0))
 		return 0;
@@ -554,6 +558,11 @@ static int build_mount_ns(struct spawn_plan *p)
 		return r;
 	r = RET_NERRNO(mount("proc", "/newroot/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
 			     NULL));
+	if (r < 0)
+		return r;
+	/* Read-only until a read-write mapping of /proc (mount_one()) covers it: where
+	 * writes are native, the mount must refuse what the table refuses. */
+	r = set_readonly("/newroot/proc");
 	if (r < 0)
 		return r;
 

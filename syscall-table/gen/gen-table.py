@@ -29,7 +29,7 @@ ABIS = (  # CSV column, AUDIT_ARCH_* macro
 COLUMNS = ["name", "x86_64", "aarch64", "nargs", "args", "categories", "handling", "errno", "note",
            "unns", "fast", "continues", "mode_note", "access"]
 UNNS = ["", "enosys"]
-FAST = ["", "native", "native-ro"]
+FAST = ["", "native", "native-ro", "native-w"]
 KINDS = ["none", "int", "uint", "fd", "dirfd", "path", "string", "oflags", "atflags", "flags",
          "mode", "sockaddr", "socklen", "buf", "struct", "ptr", "argv", "pid", "signal"]
 CATEGORIES = ["fs", "net", "exec", "proc", "mem", "time", "ipc", "signal", "fd", "sys",

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * sup_filter_notifies() against the filters themselves: each of the four filters is
+ * sup_filter_notifies() against the filters themselves: each of the filters is
  * built as moat builds it (sup_filter_build()) and its classic BPF program is run here,
  * in a small interpreter, over every row of the syscall table with a few argument
  * vectors. A row the program sends to the supervisor for some vector must be one the
@@ -107,8 +107,9 @@ static uint32_t run_bpf(const struct sock_fprog *prog, const struct seccomp_data
 
 /* Argument vectors that reach every argument rule add_arg_rules() writes: all zero (the
  * caller's own pid, send() without an address), all one (another pid, an address,
- * PRIO_PGRP), all PR_SET_NAME (prctl's one notified option). */
-static const uint64_t vectors[] = { 0, 1, PR_SET_NAME };
+ * PRIO_PGRP), all PR_SET_NAME (prctl's one notified option), all O_PATH (the one open
+ * flag that keeps an open trapped where creates are native). */
+static const uint64_t vectors[] = { 0, 1, PR_SET_NAME, O_PATH };
 
 static bool notified_by(const struct sock_fprog *prog, uint32_t arch, const struct sc_entry *e)
 {
@@ -224,12 +225,49 @@ static void test_native_ro_opens(void **state)
 	free(cont.filter);
 }
 
+/* Where nothing asks for the change set, opens of any flags but O_PATH are native, and
+ * so are the calls that create or remove a name; renames (they would carry a hidden path
+ * out from under its rule) and what Landlock does not govern (chmod, utimes, mknod) stay
+ * trapped. */
+static void test_native_writes(void **state)
+{
+	uint32_t arch = sc_native_arch();
+	struct sock_fprog w = { 0 }, o = { 0 };
+	static const uint64_t native[] = { O_RDONLY, O_WRONLY, O_RDWR | O_CREAT | O_TRUNC,
+					   O_CREAT | O_EXCL | O_CLOEXEC, O_TMPFILE | O_RDWR,
+					   (1ull << 32) | O_WRONLY };
+	static const uint64_t trapped[] = { O_PATH, O_PATH | O_CLOEXEC | O_DIRECTORY,
+					    (1ull << 32) | O_PATH };
+	static const int nat_ids[] = { SC_unlinkat, SC_mkdirat, SC_linkat, SC_symlinkat };
+	static const int kept_ids[] = { SC_renameat2, SC_fchmodat, SC_utimensat, SC_mknodat,
+					SC_fchownat, SC_openat2, SC_execve, SC_connect };
+
+	(void)state;
+	assert_int_equal(sup_filter_build(arch, SUP_FILTER_NATIVE_WRITE, &w), 0);
+	assert_int_equal(sup_filter_build(arch, SUP_FILTER_NATIVE_OPEN, &o), 0);
+	for (size_t i = 0; i < sizeof(native) / sizeof(native[0]); i++)
+		assert_int_equal(openat_action(&w, arch, native[i]), SECCOMP_RET_ALLOW);
+	for (size_t i = 0; i < sizeof(trapped) / sizeof(trapped[0]); i++)
+		assert_int_equal(openat_action(&w, arch, trapped[i]), SECCOMP_RET_USER_NOTIF);
+	for (size_t i = 0; i < sizeof(nat_ids) / sizeof(nat_ids[0]); i++) {
+		const struct sc_entry *e = sc_by_id(arch, nat_ids[i]);
+
+		assert_false(notified_by(&w, arch, e));
+		assert_true(notified_by(&o, arch, e));
+	}
+	for (size_t i = 0; i < sizeof(kept_ids) / sizeof(kept_ids[0]); i++)
+		assert_true(notified_by(&w, arch, sc_by_id(arch, kept_ids[i])));
+	free(w.filter);
+	free(o.filter);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_predicate_matches_filter),
 		cmocka_unit_test(test_modes),
 		cmocka_unit_test(test_native_ro_opens),
+		cmocka_unit_test(test_native_writes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -214,14 +214,15 @@ static enum sc_fast fast_of(uint32_t arch, const char *name)
 }
 
 /* The namespaced fast path: what leaves the notify set, what is continued when
- * read-only, and that writes, creates, renames and links stay emulated (a new uncovered
- * hidden name must never appear through the sandbox). */
+ * read-only, which creates go native where no change set is asked for, and that renames
+ * (a moved directory would carry a hidden path out from under its rule) and the calls
+ * Landlock does not govern stay emulated. */
 static void test_fast_path(void **state)
 {
 	static const char *const native[] = { "newfstatat", "statx", "getdents64", "readlinkat",
 					       "faccessat", "faccessat2" };
-	static const char *const emulated[] = { "mkdirat", "renameat2", "linkat", "symlinkat",
-						 "unlinkat", "mknodat", "fchmodat", "utimensat",
+	static const char *const native_w[] = { "mkdirat", "linkat", "symlinkat", "unlinkat" };
+	static const char *const emulated[] = { "renameat2", "mknodat", "fchmodat", "utimensat",
 						 "connect", "execve", "inotify_add_watch",
 						 "getxattr", "truncate" };
 
@@ -231,6 +232,8 @@ static void test_fast_path(void **state)
 
 		for (size_t i = 0; i < sizeof(native) / sizeof(native[0]); i++)
 			assert_int_equal(fast_of(arch, native[i]), SC_FAST_NATIVE);
+		for (size_t i = 0; i < sizeof(native_w) / sizeof(native_w[0]); i++)
+			assert_int_equal(fast_of(arch, native_w[i]), SC_FAST_NATIVE_W);
 		for (size_t i = 0; i < sizeof(emulated) / sizeof(emulated[0]); i++)
 			assert_int_equal(fast_of(arch, emulated[i]), SC_FAST_SAME);
 		assert_int_equal(fast_of(arch, "openat"), SC_FAST_NATIVE_RO);
@@ -251,7 +254,14 @@ static void test_fast_path(void **state)
 	}
 	assert_int_equal(fast_of(AUDIT_ARCH_X86_64, "stat"), SC_FAST_NATIVE);
 	assert_int_equal(fast_of(AUDIT_ARCH_X86_64, "open"), SC_FAST_NATIVE_RO);
-	assert_int_equal(fast_of(AUDIT_ARCH_X86_64, "creat"), SC_FAST_SAME);
+	assert_int_equal(fast_of(AUDIT_ARCH_X86_64, "creat"), SC_FAST_NATIVE_W);
+	assert_int_equal(fast_of(AUDIT_ARCH_X86_64, "unlinkat"), SC_FAST_NATIVE_W);
+	/* Landlock does not govern these (through a dirfd or /proc/self/fd/N of a host
+	 * file the command inherited they would reach past the view): kept trapped */
+	assert_int_equal(fast_of(AUDIT_ARCH_X86_64, "fchmodat"), SC_FAST_SAME);
+	assert_int_equal(fast_of(AUDIT_ARCH_X86_64, "utimensat"), SC_FAST_SAME);
+	assert_int_equal(fast_of(AUDIT_ARCH_X86_64, "mknodat"), SC_FAST_SAME);
+	assert_string_equal(sc_mode_name(SC_MODE_NAMESPACED_NATIVE_WRITES), "namespaced-native-writes");
 	assert_string_equal(sc_mode_name(SC_MODE_STRICT_HIDE), "namespaced-strict-hide");
 	assert_string_equal(sc_mode_name(SC_MODE_NAMESPACED_CONTINUED), "namespaced-continued-opens");
 	assert_null(sc_mode_name(_SC_MODE_MAX));
