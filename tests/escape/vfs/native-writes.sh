@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# Native creates (docs/threat-model.md, "Native creates"): where nothing asks for the
+# change set, a write open, a create, an unlink, a mkdir/rmdir, a link or a symlink is
+# not trapped at all; the kernel's view decides it. So every wall the supervisor's check
+# stood for must stand in the kernel: a hidden file can be neither read, truncated,
+# removed nor given a second name; nothing can be created below a hidden directory; the
+# read-only trees, /proc and whatever lies outside the view (a host directory handed in
+# as stdin, reached through its fd or /proc/self/fd) stay unwritable. Each case is
+# checked from outside: the host's files after the run, and the secret never in the
+# output. The runs are plain `moat run` (no -v, --report, --audit or --cow, which keep
+# creates with moat); case 1 shows the creates really were native.
+#
+# The covering is what keeps the hidden bytes away: with MOAT_TEST_SKIP_COVER=1 (a test
+# build) cases 2 and 3 fail, the .env being read and truncated through the native open.
+. "$MOAT_SRC/tests/lib/tap.sh"
+. "$MOAT_SRC/tests/live/vfs/lib.sh"
+PY=/usr/bin/python3
+[ -x "$PY" ] || skip_all "needs $PY"
+[ "$(id -u)" -eq 0 ] || skip_all "native creates need moat started by root (fanotify marks on the stubs)"
+have_mode namespaced || skip_all "moat cannot start in namespaced mode here"
+
+plan 11
+make_workspace
+mkdir "$W/hid"
+printf '%s\n' "$SECRET" >"$W/hid/key"
+HOSTDIR=$(mktemp -d "$TMP/hostdir.XXXXXX")
+sum_passwd=$(sha256sum /etc/passwd)
+
+run() { (cd "$W" && "$MOAT" run -q --hide "$W/hid" -- "$@") 2>&1; }
+
+# 1. The witness: a new file may take a hidden name natively (its content is the
+# sandbox's own); moat's own check refuses it. If this fails, creates were trapped and
+# the rest proves nothing about native creates.
+out=$(run sh -c 'mkdir -p new && echo own > new/.env && cat new/.env')
+[ "$(cat "$W/new/.env" 2>/dev/null)" = own ] && grep -qxF "$SECRET" "$W/.env"
+ok $? "creates are native in a plain run (new/.env created, the hidden .env untouched)" "$out"
+
+# 2. The hidden .env through every write-open flavour: never its bytes, never truncated.
+out=$(run "$PY" -c '
+import os
+for fl in (os.O_RDWR, os.O_WRONLY | os.O_TRUNC, os.O_RDWR | os.O_CREAT, os.O_WRONLY | os.O_APPEND):
+    try:
+        fd = os.open(".env", fl, 0o600)
+        print("opened", fl, os.read(fd, 100) if fl & os.O_RDWR else b"")
+        os.close(fd)
+    except OSError as e:
+        print("refused", fl, e.strerror)
+')
+no_secret <(echo "$out") "$SECRET" && grep -qxF "$SECRET" "$W/.env"
+ok $? "a hidden file opened for writing: not read, not truncated" "$out"
+
+# 3. Nor removed, linked to a second name (which a later run would not hide), or
+# replaced by a symlink's target.
+out=$(run sh -c 'rm -f .env; ln .env alias; ln hid/key alias2; cat alias alias2 .env hid/key')
+no_secret <(echo "$out") "$SECRET" && grep -qxF "$SECRET" "$W/.env" &&
+	grep -qxF "$SECRET" "$W/hid/key" && [ ! -e "$W/alias" ] && [ ! -e "$W/alias2" ]
+ok $? "a hidden file cannot be unlinked or hard-linked" "$out"
+
+# 4. Nothing is created, removed or replaced below a hidden directory.
+out=$(run sh -c 'echo planted > hid/new; mkdir hid/d; rm -f hid/key; rmdir hid; ls -a hid')
+[ "$(ls -A "$W/hid")" = key ] && grep -qxF "$SECRET" "$W/hid/key"
+ok $? "below a hidden directory: no create, mkdir, unlink or rmdir (host: $(ls -A "$W/hid" | tr '\n' ' '))" "$out"
+
+# 5. The read-only trees, directly, through a symlink made in the workspace, through
+# /proc/self/root and through a directory fd.
+out=$(run "$PY" -c '
+import os
+def w(path, dirfd=None):
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644, dir_fd=dirfd)
+        os.write(fd, b"moat-planted\n"); os.close(fd); print("WROTE", path)
+    except OSError as e:
+        print("refused", path, e.strerror)
+os.symlink("/etc/passwd", "pw")
+w("/etc/passwd"); w("pw"); w("/proc/self/root/etc/passwd"); w("/usr/moat-planted")
+w("passwd", os.open("/etc", os.O_RDONLY | os.O_DIRECTORY))
+for f in ("/etc/passwd", "/usr/moat-planted"):
+    try: os.unlink(f)
+    except OSError as e: print("refused unlink", f, e.strerror)
+try: os.mkdir("/etc/moat-planted")
+except OSError as e: print("refused mkdir", e.strerror)
+')
+[ "$(sha256sum /etc/passwd)" = "$sum_passwd" ] && [ ! -e /usr/moat-planted ] &&
+	[ ! -e /etc/moat-planted ] && ! grep -q WROTE <<<"$out"
+ok $? "the read-only trees stay unwritable by every path" "$out"
+
+# 6. /proc is read-only as the table says (EROFS, the table's own answer), not merely
+# refused by Landlock behind it.
+out=$(run "$PY" -c '
+import os
+for p in ("/proc/sys/kernel/hostname", "/proc/sys/vm/drop_caches", "/proc/self/comm"):
+    try: os.close(os.open(p, os.O_WRONLY)); print("OPENED", p)
+    except OSError as e: print(p, e.errno)
+')
+[ "$(grep -c ' 30$' <<<"$out")" = 3 ]
+ok $? "write opens below /proc meet the read-only mount (EROFS)" "$out"
+
+# 7. A host directory outside the view, handed in as stdin: neither openat(0, ...) nor
+# /proc/self/fd/0/... creates anything in it (Landlock: it is below no rule).
+out=$(cd "$W" && "$MOAT" run -q -- "$PY" -c '
+import os
+for how in ("fd", "proc"):
+    try:
+        if how == "fd": fd = os.open("planted-fd", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=0)
+        else: fd = os.open("/proc/self/fd/0/planted-proc", os.O_WRONLY | os.O_CREAT, 0o644)
+        os.close(fd); print("CREATED", how)
+    except OSError as e: print(how, e.strerror)
+for how in ("mkdir", "symlink"):
+    try:
+        if how == "mkdir": os.mkdir("/proc/self/fd/0/planted-dir")
+        else: os.symlink("x", "/proc/self/fd/0/planted-link")
+        print("CREATED", how)
+    except OSError as e: print(how, e.strerror)
+' <"$HOSTDIR" 2>&1)
+[ -z "$(ls -A "$HOSTDIR")" ]
+ok $? "a host directory passed as stdin gets no entry (host: $(ls -A "$HOSTDIR" | tr '\n' ' '))" "$out"
+
+# 8. Writes where the policy allows them land on the host, with their content, and
+# what was removed is gone (fidelity).
+out=$(run sh -c 'echo hello > made.txt; mkdir -p d/e; echo x > d/e/f; ln made.txt hard;
+	ln -s made.txt soft; rm a.txt; rm -r sub; echo done')
+[ "$(cat "$W/made.txt")" = hello ] && [ "$(cat "$W/d/e/f")" = x ] &&
+	[ "$W/made.txt" -ef "$W/hard" ] && [ "$(readlink "$W/soft")" = made.txt ] &&
+	[ ! -e "$W/a.txt" ] && [ ! -e "$W/sub" ]
+ok $? "creates, links and removes in the workspace reach the host" "$out"
+
+# 9. The sandbox's /tmp is still its own: nothing lands in the host's /tmp.
+marker="moat-native-tmp-$RANDOM$RANDOM"
+out=$(run sh -c "echo x > /tmp/$marker && cat /tmp/$marker")
+[ "$out" = x ] && [ ! -e "/tmp/$marker" ]
+ok $? "/tmp/$marker made in the sandbox is not the host's" "$out"
+
+# 10. After all of the above, a new run still reads nothing hidden (the covering was not
+# moved out of place by a create or a removal).
+out=$(run sh -c 'cat .env hid/key; cat */.env 2>/dev/null; grep -r moat-secret . 2>/dev/null')
+no_secret <(echo "$out") "$SECRET"
+ok $? "a later run reads nothing hidden" "$out"
+
+# 11. -v keeps creates with moat: the hidden name is refused there, and named.
+out=$(cd "$W" && "$MOAT" run -v --hide "$W/hid" -- sh -c 'echo x > sub2.env; echo y > .env2; mkdir -p q; echo z > q/.env' 2>&1)
+grep -q 'denied .*q/.env' <<<"$out" && [ ! -e "$W/q/.env" ]
+ok $? "-v: a create of a hidden name is decided by moat, refused and named" "$out"
+finish
