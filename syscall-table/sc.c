@@ -450,10 +450,10 @@ static json_t *mode_json(const struct sc_entry *e, enum sc_mode m)
 
 		if (ns && e->fast == SC_FAST_NATIVE)
 			cls = "native", why = e->mode_note;
-		else if (e->continues)
-			cls = "continue-after-check";
 		else if (nw && e->fast == SC_FAST_NATIVE_W)
 			cls = "native", why = e->mode_note;
+		else if (e->continues)
+			cls = "continue-after-check";
 		else if (nw && e->fast == SC_FAST_NATIVE_RO)
 			cls = "native-unless-O_PATH", why = e->mode_note;
 		else if (m == SC_MODE_NAMESPACED && e->fast == SC_FAST_NATIVE_RO)

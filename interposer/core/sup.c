@@ -258,6 +258,9 @@ struct run {
 	 * (hand_over_exec()); its environment and cwd, to find the program as it would;
 	 * its pidfd, kept from the listener's arrival to seize it when no fd is given */
 	bool exec_fd, exec_handed;
+	/* SUP_FILTER_NATIVE_WRITE: no exec is trapped, so nothing holds the command at
+	 * its first one while we take its listener: it waits for SYNC_EXEC_FD instead. */
+	bool native_exec;
 	char **cmd_envp;
 	const char *cmd_cwd;
 	int cmd_pidfd;
@@ -485,6 +488,10 @@ static void take_listener(struct run *R, pid_t from, int remote_fd)
 		R->cmd_pidfd = TAKE_FD(pidfd);
 		if (R->started) /* the request came first */
 			hand_over_exec(R, R->o->argv);
+	} else if (R->native_exec) {
+		/* No exec stop to seize it for; the listener is ours, it may go on. */
+		if (sync_send_fd(R->syncfd, SYNC_EXEC_FD, 0, -1) < 0)
+			log_debug("cannot let the command go on: %s", strerror(errno));
 	} else {
 		r = exectrace_seize_early(&R->ctx, from, pidfd);
 		if (r < 0)
@@ -1692,11 +1699,14 @@ int sup_run(struct sup_opts *o)
 		if (fk == SUP_FILTER_NATIVE_OPEN && !o->report_path && !o->audit_path &&
 		    !o->cow && !o->verbose && R->feat.landlock_abi > 0 && !maps_ptmx(o->vfs)) {
 			fk = SUP_FILTER_NATIVE_WRITE;
-			log_info("creates, removes, links and write opens: native (no change "
-				 "set asked for)");
+			R->native_exec = true;
+			/* execs too: the comm a record names is no longer known to change */
+			atomic_store(&R->ctx.comm_nocache, true);
+			log_info("creates, removes, links, write opens and execs: native (no "
+				 "change set asked for)");
 		} else if (R->ctx.namespaced) {
-			log_info("creates, removes, links and write opens: performed by moat "
-				 "(%s)", fk == SUP_FILTER_NATIVE_OPEN ?
+			log_info("creates, removes, links and write opens: performed by moat, "
+				 "execs checked (%s)", fk == SUP_FILTER_NATIVE_OPEN ?
 				 "they feed the change set, or /dev/ptmx is mapped" :
 				 o->verbose && R->ctx.continue_denied_opens ?
 				 "-v names every denial" : "the kernel's view does not decide them");
@@ -1765,6 +1775,9 @@ int sup_run(struct sup_opts *o)
 	 * kernel's view covers hidden content, as for continued opens. A covering that
 	 * turns out incomplete later clears continue_ro_opens, and no fd is given. */
 	plan.exec_fd = R->exec_fd = plan.wait_argv && R->ctx.continue_ro_opens;
+	/* With native execs a cold command waits for the word that its listener is taken
+	 * (take_listener()): its first exec would not wait for us. */
+	plan.exec_fd = plan.exec_fd || R->native_exec;
 	R->cmd_envp = envp;
 	R->cmd_cwd = plan.cwd;
 	plan.uid = getuid();

@@ -66,7 +66,9 @@ struct spawn_plan {
 	char **argv;            /* the command: opts->argv, or what SYNC_ARGV brought */
 	int argv_fd;            /* --argv-fd: where SYNC_ARGV comes from instead of sync_fd
 	                           (straight from moat serve), or -1 */
-	bool exec_fd;           /* with wait_argv: then wait for SYNC_EXEC_FD on sync_fd */
+	bool exec_fd;           /* wait for SYNC_EXEC_FD on sync_fd (after the argv with
+	                           wait_argv; or the word that the listener is taken, where
+	                           execs are native and would not wait for it) */
 	const char *cwd;        /* where the command starts (virtual path) */
 	int devnull_fd;
 	int stdio[3];           /* the command's fd 0-2 if >= 0 (term.c's ptys), else inherited */

@@ -226,7 +226,7 @@ static void test_native_ro_opens(void **state)
 }
 
 /* Where nothing asks for the change set, opens of any flags but O_PATH are native, and
- * so are the calls that create or remove a name; renames (they would carry a hidden path
+ * so are the calls that create or remove a name, and exec; renames (they would carry a hidden path
  * out from under its rule) and what Landlock does not govern (chmod, utimes, mknod) stay
  * trapped. */
 static void test_native_writes(void **state)
@@ -238,9 +238,10 @@ static void test_native_writes(void **state)
 					   (1ull << 32) | O_WRONLY };
 	static const uint64_t trapped[] = { O_PATH, O_PATH | O_CLOEXEC | O_DIRECTORY,
 					    (1ull << 32) | O_PATH };
-	static const int nat_ids[] = { SC_unlinkat, SC_mkdirat, SC_linkat, SC_symlinkat };
+	static const int nat_ids[] = { SC_unlinkat, SC_mkdirat, SC_linkat, SC_symlinkat,
+				       SC_execve, SC_execveat };
 	static const int kept_ids[] = { SC_renameat2, SC_fchmodat, SC_utimensat, SC_mknodat,
-					SC_fchownat, SC_openat2, SC_execve, SC_connect };
+					SC_fchownat, SC_openat2, SC_chdir, SC_connect };
 
 	(void)state;
 	assert_int_equal(sup_filter_build(arch, SUP_FILTER_NATIVE_WRITE, &w), 0);
