@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Native creates (docs/threat-model.md, "Native creates"): where nothing asks for the
-# change set, a write open, a create, an unlink, a mkdir/rmdir, a link or a symlink is
-# not trapped at all; the kernel's view decides it. So every wall the supervisor's check
+# change set, a write open, a create, an unlink, a mkdir/rmdir, a link, a symlink or an
+# exec is not trapped at all; the kernel's view decides it. So every wall the supervisor's check
 # stood for must stand in the kernel: a hidden file can be neither read, truncated,
 # removed nor given a second name; nothing can be created below a hidden directory; the
 # read-only trees, /proc and whatever lies outside the view (a host directory handed in
@@ -19,7 +19,7 @@ PY=/usr/bin/python3
 [ "$(id -u)" -eq 0 ] || skip_all "native creates need moat started by root (fanotify marks on the stubs)"
 have_mode namespaced || skip_all "moat cannot start in namespaced mode here"
 
-plan 11
+plan 13
 make_workspace
 mkdir "$W/hid"
 printf '%s\n' "$SECRET" >"$W/hid/key"
@@ -136,7 +136,33 @@ out=$(run sh -c 'cat .env hid/key; cat */.env 2>/dev/null; grep -r moat-secret .
 no_secret <(echo "$out") "$SECRET"
 ok $? "a later run reads nothing hidden" "$out"
 
-# 11. -v keeps creates with moat: the hidden name is refused there, and named.
+# 11. Exec is native too: a hidden program (an executable .env) does not run, by name or
+# through a symlink made in the workspace.
+printf '#!/bin/sh\necho "ran %s"\n' "$SECRET" >"$W/tool.env"
+chmod +x "$W/tool.env"
+out=$(cd "$W" && "$MOAT" run -q --hide '**/*.env' -- sh -c './tool.env; ln -s tool.env t; ./t; sh tool.env' 2>&1)
+no_secret <(echo "$out") "$SECRET"
+ok $? "a hidden executable does not run, by name or through a symlink" "$out"
+
+# 12. A host program outside the view, handed in as stdin, cannot be run through its fd
+# (fexecve) or /proc/self/fd/0: Landlock's execute right holds beneath the mappings only.
+cp /bin/echo "$HOSTDIR/prog"
+out=$(cd "$W" && "$MOAT" run -q -- "$PY" -c '
+import os
+for how in ("fd", "proc"):
+    pid = os.fork()
+    if pid == 0:
+        try:
+            if how == "fd": os.execve(0, ["prog", "HOSTPROG-RAN"], {})
+            else: os.execv("/proc/self/fd/0", ["prog", "HOSTPROG-RAN"])
+        except OSError as e: print(how, e.strerror)
+        os._exit(0)
+    os.waitpid(pid, 0)
+' <"$HOSTDIR/prog" 2>&1)
+! grep -q HOSTPROG-RAN <<<"$out"
+ok $? "a host program outside the view cannot be run through an inherited fd" "$out"
+
+# 13. -v keeps creates with moat: the hidden name is refused there, and named.
 out=$(cd "$W" && "$MOAT" run -v --hide "$W/hid" -- sh -c 'echo x > sub2.env; echo y > .env2; mkdir -p q; echo z > q/.env' 2>&1)
 grep -q 'denied .*q/.env' <<<"$out" && [ ! -e "$W/q/.env" ]
 ok $? "-v: a create of a hidden name is decided by moat, refused and named" "$out"

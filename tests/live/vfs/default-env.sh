@@ -54,7 +54,10 @@ for mode in namespaced unnamespaced; do
 	# namespaced, the private home has the home's path, so the hide rules for ~/.ssh
 	# apply to it; unnamespaced, it is another directory and they apply to the real one
 	run $mode -q -- sh -c 'cat ~/.ssh/id_rsa; cat '"$H"'/.ssh/id_rsa; mkdir -p '"$H"'/.ssh/x; echo rc=$?'
-	no_secret "$TMP/out" "$HSECRET" && grep -qx rc=1 "$TMP/out" && [ ! -e "$H/.ssh/x" ]
+	# (namespaced with native creates, the private home has no .ssh, and one the
+	# sandbox makes there is its own: mkdir -p may succeed; the real one is untouched)
+	no_secret "$TMP/out" "$HSECRET" && [ ! -e "$H/.ssh/x" ] &&
+		{ [ $mode = namespaced ] || grep -qx rc=1 "$TMP/out"; }
 	ok $? "$mode: the real ~/.ssh stays hidden and nothing can be created in it" "$(diag)"
 
 	run $mode -q -- $PY -c '

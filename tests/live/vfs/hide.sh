@@ -20,6 +20,10 @@ run_in() {
 	if [ "$mode" = unnamespaced ]; then map=(--bind "$W" --chdir "$W")
 	else map=(--bind "$W:/workspace" --chdir /workspace); fi
 	[ "$mode" = strict-hide ] && map+=(--strict-hide) && mode=namespaced
+	# A report asks for the change set, which keeps creates with moat: that a hidden
+	# name cannot be created is its decision (a plain run leaves creates to the kernel,
+	# where a new name is the sandbox's own: tests/escape/vfs/native-writes.sh).
+	[ "$mode" = namespaced ] && map+=(--report "$TMP/report.json")
 	(cd "$TMP/cwd" && "$MOAT" run -q --mode "$mode" "${map[@]}" --hide '**/.env' \
 		-- sh -c "$script" >"$TMP/out" 2>"$TMP/err")
 	rc=$?
