@@ -983,6 +983,11 @@ static void write_report(struct run *R, int status)
 		json_object_set_new(f, "read_only_opens", json_string(R->open_path));
 		json_object_set_new(f, "unix_sockets",
 				    json_string(R->ctx.continue_unix ? "continued" : "emulated"));
+		/* which ones: unnamespaced, only those inside Landlock's carved read set */
+		if (R->readset)
+			json_object_set_new(f, "continued_opens", json_pack("{s:s, s:i}", "where",
+					    "landlock-read-set", "carved_rules",
+					    (int)ll_readset_rules(R->readset)));
 	}
 	if (!R->sync_wake_up)
 		json_array_append_new(missing, json_string("SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP"));
@@ -1577,8 +1582,9 @@ static void unnamespaced_reads(struct run *R, struct spawn_plan *plan)
 	r = ll_readset_build(R->o->vfs, budget, &R->readset);
 	if (r < 0) {
 		log_info("read-only opens: emulated (Landlock's read set cannot be kept free of "
-			 "hidden files: %s)", r == -EXDEV ? "the host's shared /tmp or /dev/shm is "
-			 "mapped, or a tree the sandbox writes holds a hidden file" :
+			 "hidden files: %s)", r == -EXDEV ? "the host's shared /tmp or /dev/shm, or its "
+			 "device nodes (a mapping of /dev's parent), are mapped, or a tree the "
+			 "sandbox writes holds a hidden file" :
 			 r == -E2BIG ? "too many entries to read or rules to add" : strerror(-r));
 		return;
 	}

@@ -181,13 +181,13 @@ static int collect_refused(const char *vpath, bool dir, void *ud)
 	return ll_strv_add(&b->refused, vpath);
 }
 
-/* The innermost mapping at or above vpath that gets rules, or NULL. */
+/* The innermost mapping at or above vpath whose rule grants reads, or NULL. */
 static const struct ll_mapping *mapping_of(const struct ll_build *b, const char *vpath)
 {
 	const struct ll_mapping *best = NULL;
 
 	for (size_t i = 0; i < b->n_m; i++)
-		if (!b->m[i].skip && vfs_path_under(vpath, b->m[i].virt) &&
+		if (!b->m[i].skip && !b->m[i].is_proc && vfs_path_under(vpath, b->m[i].virt) &&
 		    (!best || strlen(b->m[i].virt) > strlen(best->virt)))
 			best = &b->m[i];
 	return best;
@@ -197,6 +197,14 @@ static bool is_mapping_root(const struct ll_build *b, const char *vpath)
 {
 	for (size_t i = 0; i < b->n_m; i++)
 		if (streq(b->m[i].virt, vpath))
+			return true;
+	return false;
+}
+
+static bool in_proc(const struct ll_build *b, const char *vpath)
+{
+	for (size_t i = 0; i < b->n_m; i++)
+		if (b->m[i].is_proc && vfs_path_under(vpath, b->m[i].virt))
 			return true;
 	return false;
 }
@@ -253,10 +261,19 @@ static int readset_fill(struct ll_readset *rs, struct ll_build *b, const struct 
 
 	if ((r = vfs_foreach_mount(v, collect_mapping, b)) < 0)
 		return r;
-	for (size_t i = 0; i < b->n_m; i++)
+	/* a mapping of /dev's parent brings the host's device nodes, which the vfs
+	 * refuses by no rule */
+	if (!vfs_kernel_view_exact(v))
+		return -EXDEV;
+	for (size_t i = 0; i < b->n_m; i++) {
 		/* the host's /tmp holds what other processes of this uid made there */
 		if (b->m[i].own_only)
 			return -EXDEV;
+		/* procfs shows only the sandbox's pids: refused to a mapping above it
+		 * (--ro-bind /) as to its own rule */
+		if (b->m[i].is_proc && (r = ll_strv_add(&b->refused, b->m[i].virt)) < 0)
+			return r;
+	}
 	if ((r = vfs_foreach_cover(v, "", budget, collect_refused, b)) < 0)
 		return r;
 	/* A refused path in a mapping the reads are granted to: its way from "/" is
@@ -267,7 +284,7 @@ static int readset_fill(struct ll_readset *rs, struct ll_build *b, const struct 
 		const struct ll_mapping *m = mapping_of(b, p);
 		char up[PATH_MAX];
 
-		if (!m || m->is_proc)
+		if (!m)
 			continue; /* no rule grants its reads */
 		if ((r = ll_strv_add(&rs->refused, p)) < 0)
 			return r;
@@ -282,8 +299,8 @@ static int readset_fill(struct ll_readset *rs, struct ll_build *b, const struct 
 		const char *d = rs->carved.v[i];
 		const struct ll_mapping *m = mapping_of(b, d);
 
-		if (!m || m->is_proc)
-			continue; /* unmapped: only the mappings below it get rules */
+		if (!m || in_proc(b, d))
+			continue; /* unmapped or procfs: only the mappings below it get rules */
 		if (m->writable)
 			return -EXDEV; /* what the run creates in d could not be executed */
 		if ((r = carve_dir(rs, b, d)) < 0)

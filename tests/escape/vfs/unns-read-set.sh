@@ -19,7 +19,7 @@
 if ! have_mode unnamespaced; then
 	skip_all "moat cannot start in unnamespaced mode here"
 fi
-plan 13
+plan 14
 W=$(mktemp -d "$TMP/ws.XXXXXX")
 R=$(mktemp -d "$TMP/ro.XXXXXX")
 mkdir "$R/sub" "$R/deep" "$R/deep/er"
@@ -46,8 +46,9 @@ opens() { jq -r '.features.read_only_opens // "unknown"' "$TMP/race.json" 2>/dev
 clean() { echo "$1" | grep -qE '^allowed=[1-9][0-9]* hidden=0 '; }
 
 out=$(race "${map[@]}" -- "$R/okay" "$R/.env" 30000)
-clean "$out" && [ "$(opens)" = continued ]
-ok $? "a \"**/.env\" match in a read-only mapping: continued opens never read it (opens: $(opens); $out)"
+where=$(jq -r '.features.continued_opens.where // "none"' "$TMP/race.json" 2>/dev/null)
+clean "$out" && [ "$(opens)" = continued ] && [ "$where" = landlock-read-set ]
+ok $? "a \"**/.env\" match in a read-only mapping: continued opens never read it (opens: $(opens) in $where; $out)"
 out=$(race "${map[@]}" -- "$R/sub/aa" "$R/sub/bb" 30000)
 clean "$out" && [ "$(opens)" = continued ]
 ok $? "a file denied by a rule: continued opens never read it (opens: $(opens); $out)"
@@ -90,6 +91,11 @@ out=$(race --mode unnamespaced -- "$W/okay" "$W/.env" 30000)
 clean "$out" && [ "$(opens)" = emulated ]
 ok $? "default profile (the host's /tmp): opens emulated, the .env never read (opens: $(opens); $out)"
 rm "$W/.env" "$W/okay"
+
+# A mapping of / brings the host's device nodes and procfs beneath one rule: emulated.
+out=$(race --mode unnamespaced --profile none --ro-bind / --hide "$R/.env" -- "$R/okay" "$R/.env" 30000)
+clean "$out" && [ "$(opens)" = emulated ]
+ok $? "--ro-bind / (the host's devices and procfs below it): opens emulated (opens: $(opens); $out)"
 
 if ! grep -q '^#define MOAT_TEST_HOOKS 1' "$MOAT_BUILD/moat-config.h" 2>/dev/null; then
 	for i in $(seq 5); do skip "control case $i" "a build without test_hooks"; done
