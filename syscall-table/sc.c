@@ -460,6 +460,10 @@ static json_t *mode_json(const struct sc_entry *e, enum sc_mode m)
 			cls = "native-when-read-only", why = e->mode_note;
 		else if (ns && e->fast == SC_FAST_NATIVE_RO)
 			cls = "continue-after-check", why = e->mode_note;
+		else if (e->fast == SC_FAST_NATIVE_RO)
+			/* unnamespaced: continued only where Landlock's read set is carved,
+			 * which the default profile's shared /tmp rules out */
+			cls = "emulated", why = e->mode_note;
 		else
 			cls = "emulated";
 		break;

@@ -644,6 +644,8 @@ _public_ int vfs_foreach_mount(const struct vfs *v,
 			.host = m->host,
 			.virt = m->virt,
 			.writable = m->writable,
+			.own_only = m->own_only,
+			.is_proc = m->is_proc,
 		};
 
 		/* a symlink cannot be bind-mounted: the mount namespace gets the same link */

@@ -257,6 +257,9 @@ struct vfs_mount_info {
 	                           host file with the content */
 	const char *virt;       /* destination in the sandbox */
 	bool writable;
+	bool own_only;          /* unnamespaced /tmp, /dev/shm: the host's directory, of which
+	                           the sandbox sees only what the run made (the rest is hidden) */
+	bool is_proc;           /* the host's procfs: the vfs shows only the sandbox's pids */
 };
 int vfs_foreach_mount(const struct vfs *v, int (*fn)(const struct vfs_mount_info *m, void *ud),
                       void *ud);

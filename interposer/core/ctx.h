@@ -51,8 +51,12 @@ struct sup_ctx {
 	bool namespaced;
 	bool verbose;
 	/* the kernel's view covers hidden content (namespaced, not --strict-hide, no broad
-	 * mapping of /dev's parent): a read-only open is continued after the check */
+	 * mapping of /dev's parent), or unnamespaced, Landlock's read set holds none
+	 * (readset): a read-only open is continued after the check */
 	bool continue_ro_opens;
+	/* unnamespaced with continue_ro_opens: where Landlock grants reads (landlock.h); an
+	 * open is continued only when its object lies there */
+	const struct ll_readset *readset;
 	/* and no socket of the sandbox's can reach the host's network (no allow rule, so
 	 * none was ever made host-side): a unix connect or send is continued after the
 	 * check, and listen is continued, so the kernel performs them as the caller and a

@@ -7,8 +7,8 @@
  * last read (the tracee may have died and its pid been reused), and from then on acts
  * only on its own copy. Results are produced by the supervisor itself (vfs_* on host
  * fds) and handed back: an fd through ADDFD, a struct by writing it into the tracee, or
- * a plain return value. CONTINUE is answered for a read-only open in namespaced mode
- * (may_continue_open()), for exec (what the kernel then
+ * a plain return value. CONTINUE is answered for a read-only open in namespaced mode,
+ * or unnamespaced inside Landlock's carved read set (may_continue_open()), for exec (what the kernel then
  * executes is checked before it runs, see exectrace.c), chdir (grants nothing by
  * itself: every later relative path is resolved from the canonical cwd again),
  * personality and the syscalls that name a pid (decided on registers, not on memory).
@@ -44,6 +44,7 @@
 #include "stubwatch.h"
 #include "events.h"
 #include "hash.h"
+#include "landlock.h"
 #include "log.h"
 #include "macros.h"
 #include "missing-seccomp.h"
@@ -448,10 +449,13 @@ static void defer_fifo_open(struct sup_call *c, int fd, int flags)
  * supervisor would have made). That reaches the same file unless the path was swapped
  * since our copy, and a swapped path reaches only what the namespace holds, in which
  * every hidden or read-denied path is covered by an empty stub (spawn.c cover_one()).
- * So: read-only opens that create nothing (vfs_open_decide() checks the flags), of a
+ * Unnamespaced, the kernel opens in the host's tree, and Landlock is the wall: its read
+ * set is carved to hold nothing hidden or read-denied (landlock.h, ctx.readset), and an
+ * open is continued only when its object lies in that set, so a swapped path reaches
+ * what the policy shows or meets Landlock's EACCES. So: read-only opens that create nothing (vfs_open_decide() checks the flags), of a
  * regular file or a directory (a device, a FIFO or a socket may mean something else to
  * the caller than to us, /dev/tty above all), and only where the namespace covers
- * (continue_ro_opens). openat2's flags live in memory (struct open_how), where a thread
+ * (continue_ro_opens), or in the read set. openat2's flags live in memory (struct open_how), where a thread
  * could turn them into O_RDWR|O_CREAT after the check; open and openat pass them in a
  * register, which cannot change. creat() never gets here read-only.
  */
@@ -520,6 +524,10 @@ static void do_open(struct sup_call *c, int64_t dirfd, uint64_t path_addr, int f
 	if (r >= 0 && continuing) {
 		/* decided without opening: the kernel opens it */
 		r = vfs_open_decide(c->s->vfs, &caller, c->path, flags, &c->verdict);
+		/* unnamespaced: only where Landlock grants reads, none of them hidden */
+		if (r == VFS_OPEN_KERNEL && c->s->readset &&
+		    !ll_readset_has(c->s->readset, c->verdict.vpath))
+			r = VFS_OPEN_SUPERVISOR;
 		if (r == VFS_OPEN_KERNEL) {
 			c->outcome = CALL_CONTINUE;
 			c->id_unchecked = true;

@@ -64,6 +64,7 @@
 #include "proctrack.h"
 #include "netns.h"
 #include "receipt.h"
+#include "landlock.h"
 #include "spawn.h"
 #include "stubwatch.h"
 #include "sup.h"
@@ -211,6 +212,7 @@ struct run {
 	struct sup_features feat;
 	struct stubwatch stubs;     /* native read-only opens: the stubs' fanotify marks */
 	const char *open_path;      /* how read-only opens are handled, for -v and --report */
+	struct ll_readset *readset; /* unnamespaced: Landlock's carved read set (ctx.readset) */
 	struct cgroup cg;
 	bool have_cg;
 	char cg_why[256];
@@ -1010,6 +1012,11 @@ static void write_report(struct run *R, int status)
 		json_object_set_new(f, "read_only_opens", json_string(R->open_path));
 		json_object_set_new(f, "unix_sockets",
 				    json_string(R->ctx.continue_unix ? "continued" : "emulated"));
+		/* which ones: unnamespaced, only those inside Landlock's carved read set */
+		if (R->readset)
+			json_object_set_new(f, "continued_opens", json_pack("{s:s, s:i}", "where",
+					    "landlock-read-set", "carved_rules",
+					    (int)ll_readset_rules(R->readset)));
 	}
 	if (!R->sync_wake_up)
 		json_array_append_new(missing, json_string("SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP"));
@@ -1457,6 +1464,7 @@ static int fail_early(struct run *R)
 	}
 	proctrack_free(R->ctx.proctrack);
 	R->ctx.proctrack = NULL;
+	R->ctx.readset = R->readset = ll_readset_free(R->readset);
 	out_close(&R->report_out);
 	out_close(&R->audit_out);
 	return MOAT_EXIT_FAILURE;
@@ -1571,6 +1579,50 @@ static void write_outputs(struct run *R, int status)
 	out_close(&R->audit_out);
 }
 
+/*
+ * Unnamespaced mode has no namespace to cover hidden content with; its one kernel wall
+ * is Landlock. Where Landlock's read set can be carved to hold nothing the policy hides
+ * or denies for reading (landlock.h), a read-only open whose object lies in it is
+ * continued after the check (do_open()): a path swapped after the check reaches only
+ * what the policy shows, or meets Landlock's EACCES. Otherwise every open stays
+ * emulated, and Landlock gets the rules it has always had.
+ */
+static void unnamespaced_reads(struct run *R, struct spawn_plan *plan)
+{
+	unsigned budget = VFS_COVER_BUDGET;
+	int r;
+
+#if MOAT_TEST_HOOKS
+	/* MOAT_TEST_SKIP_COVER=1 (escape tests' control runs): the read set as wide as
+	 * the mappings, hidden files in it, and opens continued all the same */
+	if (getenv("MOAT_TEST_SKIP_COVER")) {
+		R->ctx.continue_ro_opens = true;
+		R->open_path = "continued";
+		return;
+	}
+	if (getenv("MOAT_TEST_COVER_BUDGET"))
+		budget = (unsigned)strtoul(getenv("MOAT_TEST_COVER_BUDGET"), NULL, 10);
+#endif
+	if (vfs_needs_mounts(R->o->vfs) || R->o->cow) {
+		log_info("read-only opens: emulated (the view is not the host's at the same paths: "
+			 "--cow, --disk or a tmpfs SIZE)");
+		return;
+	}
+	r = ll_readset_build(R->o->vfs, budget, &R->readset);
+	if (r < 0) {
+		log_info("read-only opens: emulated (Landlock's read set cannot be kept free of "
+			 "hidden files: %s)", r == -EXDEV ? "the host's shared /tmp or /dev/shm, or its "
+			 "device nodes (a mapping of /dev's parent), are mapped, or a tree the "
+			 "sandbox writes holds a hidden file" :
+			 r == -E2BIG ? "too many entries to read or rules to add" : strerror(-r));
+		return;
+	}
+	R->ctx.readset = plan->readset = R->readset;
+	R->ctx.continue_ro_opens = true;
+	log_info("read-only opens: checked, then continued where Landlock's read set (%u carved "
+		 "rules) holds nothing hidden; elsewhere emulated", ll_readset_rules(R->readset));
+}
+
 int sup_run(struct sup_opts *o)
 {
 	_cleanup_free_ struct run *R = run_new(o);
@@ -1668,6 +1720,8 @@ int sup_run(struct sup_opts *o)
 			R->ctx.continue_ro_opens = false;
 		R->ctx.continue_unix = R->ctx.continue_ro_opens && !net_allows_any(o->net) &&
 				       !stdio_is_dir();
+		if (!R->ctx.namespaced && R->feat.landlock_abi > 0)
+			unnamespaced_reads(R, &plan);
 		if (R->ctx.namespaced)
 			log_info("unix connects, sends and listen: %s", R->ctx.continue_unix ?
 				 "checked, then continued (the peer sees the program's "
@@ -1681,7 +1735,7 @@ int sup_run(struct sup_opts *o)
 		 * lookup (ENOENT in the empty stub), which no kernel hook reports. There
 		 * they stay trapped, denied ones continued as well (the marks still give
 		 * the stub's EPERM): the program sees what it sees without -v. */
-		if (R->ctx.continue_ro_opens && !o->audit_path) {
+		if (R->ctx.continue_ro_opens && R->ctx.namespaced && !o->audit_path) {
 			r = stubwatch_open(&R->stubs);
 			if (r >= 0 && o->verbose)
 				R->ctx.continue_denied_opens = true;
@@ -1718,7 +1772,7 @@ int sup_run(struct sup_opts *o)
 			log_info("read-only opens: checked, then continued, refused ones too "
 				 "(-v names each: natively a failed lookup below a hidden "
 				 "directory reaches no kernel hook; without -v they are native)");
-		else if (R->ctx.continue_ro_opens)
+		else if (R->ctx.continue_ro_opens && R->ctx.namespaced)
 			log_info("read-only opens: checked, then continued (no fanotify marks on "
 				 "the stubs: %s)", o->audit_path ? "--audit records every open"
 				 : r == -EPERM ? "moat was not started by root" : strerror(-r));
@@ -1774,7 +1828,8 @@ int sup_run(struct sup_opts *o)
 	/* A warm start's first exec by the checked file's fd (firstexec.c): where the
 	 * kernel's view covers hidden content, as for continued opens. A covering that
 	 * turns out incomplete later clears continue_ro_opens, and no fd is given. */
-	plan.exec_fd = R->exec_fd = plan.wait_argv && R->ctx.continue_ro_opens;
+	plan.exec_fd = R->exec_fd = plan.wait_argv && R->ctx.continue_ro_opens &&
+				    R->ctx.namespaced;
 	/* With native execs a cold command waits for the word that its listener is taken
 	 * (take_listener()): its first exec would not wait for us. */
 	plan.exec_fd = plan.exec_fd || R->native_exec;
@@ -1935,6 +1990,7 @@ int sup_run(struct sup_opts *o)
 		cg_destroy(&R->cg);
 	sup_net_free(&R->ctx); /* first: its waiters answer on the listener */
 	safe_close(R->ctx.listener);
+	R->ctx.readset = R->readset = ll_readset_free(R->readset);
 
 	return status;
 }

@@ -766,7 +766,8 @@ _noreturn_ static void command_main(struct spawn_plan *p, pid_t keeper)
 	if (r < 0)
 		child_fail(p->sync_fd, STAGE_CAPS, -r);
 	if (p->features->landlock_abi > 0) {
-		r = sandbox_landlock(o->vfs, p->features->landlock_abi, p->cover_globs);
+		r = sandbox_landlock(o->vfs, p->features->landlock_abi, p->cover_globs,
+				     p->readset);
 		if (r < 0)
 			child_fail(p->sync_fd, STAGE_LANDLOCK, -r);
 	}

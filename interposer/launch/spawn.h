@@ -55,6 +55,8 @@ struct spawn_plan {
 	const struct sup_features *features;
 	bool namespaced;
 	bool cover_globs;       /* cover what glob rules hide or deny (the fast path needs it) */
+	const struct ll_readset *readset; /* unnamespaced: Landlock's read set is carved so
+	                           (landlock.h), and read-only opens in it are continued */
 	bool cover_incomplete;  /* the keeper: the covering went over its budget, so the
 	                           command gets the --strict-hide filter instead of prog */
 	struct sock_fprog prog;
