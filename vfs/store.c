@@ -53,9 +53,9 @@ void vfs__rm_rf_at(int dfd, const char *name)
  * reaches; what its sandbox wrote to /tmp would stay on the host for good. So each
  * directory is flock()ed for as long as its run lives, through an fd the vfs keeps (and
  * the keeper inherits), and every vfs_finalize() first removes the directories of its
- * kind that nobody holds any more. Only directories of our own user are touched, never
- * through a symlink, and none younger than SWEEP_GRACE_S: its creator may be between
- * mkdtemp() and flock().
+ * kind that nobody holds any more (after vfs_defer_sweep(), vfs_sweep_stale() does,
+ * later). Only directories of our own user are touched, never through a symlink, and
+ * none younger than SWEEP_GRACE_S: its creator may be between mkdtemp() and flock().
  */
 #define SWEEP_GRACE_S 10
 
@@ -103,6 +103,20 @@ void vfs__sweep_stale(const char *parent, const char *prefix)
 	closedir(d);
 }
 
+_public_ void vfs_defer_sweep(struct vfs *v)
+{
+	v->defer_sweep = true;
+}
+
+/* The same sweeps as vfs_finalize()'s, later: the run's own directories are locked
+ * already, so they are left alone like any other live run's. */
+_public_ void vfs_sweep_stale(const struct vfs *v)
+{
+	vfs__sweep_stale("/tmp", "moat-vfs-");
+	if (v->skeleton_dir)
+		vfs__sweep_stale("/dev/shm", "moat-root-");
+}
+
 int vfs__private_path(struct vfs *v, const char *prefix, char **ret)
 {
 	if (asprintf(ret, "%s/%s%u", v->private_dir, prefix, v->n_private++) < 0)
@@ -124,7 +138,8 @@ int vfs__skeleton_path(struct vfs *v, char **ret)
 	struct statfs sf;
 
 	if (statfs("/dev/shm", &sf) == 0 && sf.f_type == TMPFS_MAGIC) {
-		vfs__sweep_stale("/dev/shm", "moat-root-");
+		if (!v->defer_sweep)
+			vfs__sweep_stale("/dev/shm", "moat-root-");
 		if (mkdtemp(tmpl)) {
 			v->skeleton_dir = strdup(tmpl);
 			if (!v->skeleton_dir || asprintf(ret, "%s/root", tmpl) < 0)

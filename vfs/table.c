@@ -344,7 +344,8 @@ static int finalize(struct vfs *v, enum vfs_mode mode, struct moat_error *e)
 			            "needs the namespaced mode", a->desc);
 	}
 
-	vfs__sweep_stale("/tmp", "moat-vfs-");
+	if (!v->defer_sweep)
+		vfs__sweep_stale("/tmp", "moat-vfs-");
 	if (!mkdtemp(tmpl))
 		return moat_error_set(e, EINVAL, "cannot create a private directory: %s",
 		                 strerror(errno));

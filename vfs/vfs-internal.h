@@ -83,6 +83,7 @@ struct vfs {
 
 	/* built by vfs_finalize() */
 	bool finalized;
+	bool defer_sweep; /* vfs_defer_sweep(): the caller runs vfs_sweep_stale() itself */
 	enum vfs_mode mode;
 	struct vfs__rule **mounts; /* live mappings, sorted by virt (parents first) */
 	size_t n_mounts;

@@ -198,6 +198,12 @@ int vfs_cow_write_sums(const struct vfs_cow_set *s, int out_fd);
  * 0, or -errno with the message in e (strerror() of the errno where nothing more is known:
  * an allocation). */
 int vfs_finalize(struct vfs *v, enum vfs_mode mode, struct moat_error *e);
+/* vfs_finalize() removes the private directories of runs that died (store.c) before it
+ * makes its own. After vfs_defer_sweep() (called before vfs_finalize()) it does not, and
+ * the caller calls vfs_sweep_stale() once it has time to spare: a cold start reads the
+ * whole of the host's /tmp for it, which need not delay the sandbox's start. */
+void vfs_defer_sweep(struct vfs *v);
+void vfs_sweep_stale(const struct vfs *v);
 
 /* Namespaced mode, once the sandbox's mount namespace exists: resolve through root (an
  * O_PATH fd of the sandbox's root directory) so every fd lives on the sandbox's mounts.

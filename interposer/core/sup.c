@@ -1694,6 +1694,8 @@ int sup_run(struct sup_opts *o)
 		}
 		vfs_allow_mounts(o->vfs);
 	}
+	/* After the start: see sync_send(SYNC_GO) below. */
+	vfs_defer_sweep(o->vfs);
 	r = vfs_finalize(o->vfs, R->ctx.namespaced ? VFS_MODE_NAMESPACED : VFS_MODE_UNNAMESPACED,
 			 &e);
 	if (r < 0)
@@ -1896,6 +1898,10 @@ int sup_run(struct sup_opts *o)
 	 * child (its uid_map) belong to root, which an unprivileged supervisor is not. */
 	prctl(PR_SET_DUMPABLE, 0);
 	sync_send(R->syncfd, SYNC_GO, 0, 0);
+	/* While the keeper builds the sandbox (its mounts, then the command's set-up),
+	 * which needs nothing of us until the command's listener arrives: the private
+	 * directories that dead runs left behind, a walk of the host's whole /tmp. */
+	vfs_sweep_stale(o->vfs);
 	/* Everything that needed more is done; the threads started next inherit this. */
 	if (sup_confine(vfs_needs_mounts(o->vfs)) < 0) {
 		kill(R->keeper, SIGKILL);
