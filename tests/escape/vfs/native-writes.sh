@@ -19,7 +19,7 @@ PY=/usr/bin/python3
 [ "$(id -u)" -eq 0 ] || skip_all "native creates need moat started by root (fanotify marks on the stubs)"
 have_mode namespaced || skip_all "moat cannot start in namespaced mode here"
 
-plan 13
+plan 14
 make_workspace
 mkdir "$W/hid"
 printf '%s\n' "$SECRET" >"$W/hid/key"
@@ -166,4 +166,18 @@ ok $? "a host program outside the view cannot be run through an inherited fd" "$
 out=$(cd "$W" && "$MOAT" run -v --hide "$W/hid" -- sh -c 'echo x > sub2.env; echo y > .env2; mkdir -p q; echo z > q/.env' 2>&1)
 grep -q 'denied .*q/.env' <<<"$out" && [ ! -e "$W/q/.env" ]
 ok $? "-v: a create of a hidden name is decided by moat, refused and named" "$out"
+
+# 14. A second name planted for a hidden name that does not exist yet: a hard link or a
+# symlink made now, at a name a rule hides, is filled by the host later (an .env written
+# in place) and read by the next run through the name that is not hidden. Links and
+# symlinks stay with moat, which refuses a new name a rule hides (EACCES).
+out=$(cd "$W" && "$MOAT" run -q -- sh -c 'mkdir -p p1 p2; echo own > p1/.env; ln p1/.env hl; ln -s ../sl p2/.env; echo own > sl' 2>&1)
+[ -e "$W/p1" ] || mkdir "$W/p1"
+[ -e "$W/p2" ] || mkdir "$W/p2"
+printf '%s\n' "$SECRET" >"$W/p1/.env"
+printf '%s\n' "$SECRET" >"$W/p2/.env"
+out2=$(cd "$W" && "$MOAT" run -q -- sh -c 'cat hl sl' 2>&1)
+no_secret <(echo "$out2") "$SECRET"
+ok $? "no second name planted for a hidden name reads what the host puts there later" "$out
+$out2"
 finish
