@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Native creates (docs/threat-model.md, "Native creates"): where nothing asks for the
-# change set, a write open, a create, an unlink, a mkdir/rmdir, a link, a symlink or an
+# change set, a write open, a create, an unlink, a mkdir/rmdir or an
 # exec is not trapped at all; the kernel's view decides it. So every wall the supervisor's check
 # stood for must stand in the kernel: a hidden file can be neither read, truncated,
 # removed nor given a second name; nothing can be created below a hidden directory; the
