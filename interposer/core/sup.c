@@ -1746,7 +1746,7 @@ int sup_run(struct sup_opts *o)
 		}
 		R->open_path = fk == SUP_FILTER_NATIVE_OPEN ? "native"
 			       : R->ctx.continue_ro_opens ? "continued" : "emulated";
-		/* Creates, removes, links and write opens feed the change set, which
+		/* Creates, removes and write opens feed the change set, which
 		 * --report, --audit and --cow read after the run; -v names every denial,
 		 * and the kernel's refusals (EROFS, Landlock's EACCES) reach no hook. With
 		 * none of them the kernel decides those calls as the table would: writable
@@ -1758,10 +1758,11 @@ int sup_run(struct sup_opts *o)
 			R->native_exec = true;
 			/* execs too: the comm a record names is no longer known to change */
 			atomic_store(&R->ctx.comm_nocache, true);
-			log_info("creates, removes, links, write opens and execs: native (no "
+			log_info("creates, removes, write opens and execs: native, links "
+				 "and renames checked (no "
 				 "change set asked for)");
 		} else if (R->ctx.namespaced) {
-			log_info("creates, removes, links and write opens: performed by moat, "
+			log_info("creates, removes and write opens: performed by moat, "
 				 "execs checked (%s)", fk == SUP_FILTER_NATIVE_OPEN ?
 				 "they feed the change set, or /dev/ptmx is mapped" :
 				 o->verbose && R->ctx.continue_denied_opens ?

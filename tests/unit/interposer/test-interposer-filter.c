@@ -226,9 +226,9 @@ static void test_native_ro_opens(void **state)
 }
 
 /* Where nothing asks for the change set, opens of any flags but O_PATH are native, and
- * so are the calls that create or remove a name, and exec; renames (they would carry a hidden path
- * out from under its rule) and what Landlock does not govern (chmod, utimes, mknod) stay
- * trapped. */
+ * so are mkdir, rmdir, unlink and exec; renames (they would carry a hidden path out from
+ * under its rule), links and symlinks (a second name for a hidden name that does not
+ * exist yet) and what Landlock does not govern (chmod, utimes, mknod) stay trapped. */
 static void test_native_writes(void **state)
 {
 	uint32_t arch = sc_native_arch();
@@ -238,9 +238,8 @@ static void test_native_writes(void **state)
 					   (1ull << 32) | O_WRONLY };
 	static const uint64_t trapped[] = { O_PATH, O_PATH | O_CLOEXEC | O_DIRECTORY,
 					    (1ull << 32) | O_PATH };
-	static const int nat_ids[] = { SC_unlinkat, SC_mkdirat, SC_linkat, SC_symlinkat,
-				       SC_execve, SC_execveat };
-	static const int kept_ids[] = { SC_renameat2, SC_fchmodat, SC_utimensat, SC_mknodat,
+	static const int nat_ids[] = { SC_unlinkat, SC_mkdirat, SC_execve, SC_execveat };
+	static const int kept_ids[] = { SC_renameat2, SC_linkat, SC_symlinkat, SC_fchmodat, SC_utimensat, SC_mknodat,
 					SC_fchownat, SC_openat2, SC_chdir, SC_connect };
 
 	(void)state;
