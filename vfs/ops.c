@@ -200,6 +200,14 @@ static int open_fifo_nowait(const struct vfs *v, const struct vfs__walk *w, int 
 	return fd;
 }
 
+/*
+ * A file the sandbox creates never carries S_ISUID or S_ISGID: it runs as root's uid
+ * when root starts moat, and an empty set-id file left in a shared tree becomes a set-id
+ * program on the host as soon as a host root process writes into it (cp keeps the mode,
+ * CAP_FSETID keeps the bits). The filter sends native creates asking for them here.
+ */
+#define CREATE_MODE_MASK ((mode_t) ~(S_ISUID | S_ISGID))
+
 /* decide_only: stop once the policy allowed it, answering VFS_OPEN_KERNEL for a regular
  * file or a directory (vfs_open_decide()); other objects go on to be opened. A decision
  * needs the last object's type, not an fd of it (the kernel opens it after the
@@ -239,7 +247,8 @@ static int open_once(const struct vfs *v, const struct vfs_caller *c, const char
 		/* O_EXCL always: if a name appeared since the walk (maybe a symlink), walk
 		 * again rather than open whatever it is */
 		fd = openat(w.dirfd, w.hname,
-		            (flags & ~O_NOFOLLOW) | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+		            (flags & ~O_NOFOLLOW) | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		            mode & CREATE_MODE_MASK);
 		if (fd < 0) {
 			if (errno == EEXIST && !(flags & O_EXCL))
 				*ret_retry = true;
@@ -280,7 +289,7 @@ static int open_once(const struct vfs *v, const struct vfs_caller *c, const char
 		/* in the directory itself ("." of its fd: no name to swap), with the mode the
 		 * program gave (a reopen through /proc would take none) */
 		fd = RET_NERRNO(openat(w.fd, ".", (flags & ~(O_CREAT | O_EXCL | O_NOFOLLOW)) | O_CLOEXEC,
-		                       mode));
+		                       mode & CREATE_MODE_MASK));
 	else
 		fd = vfs__reopen(v, open_source(&w), flags);
 	if (fd < 0)
@@ -549,7 +558,7 @@ _public_ int vfs_mknod(const struct vfs *v, const struct vfs_caller *c, const ch
 	r = walk_new_entry(v, c, path, &w, verdict);
 	if (r < 0)
 		return r;
-	if (mknodat(w.dirfd, w.hname, mode, 0) < 0)
+	if (mknodat(w.dirfd, w.hname, mode & CREATE_MODE_MASK, 0) < 0)
 		return ret_err(verdict, negative_errno());
 	vfs__change_note(v, VFS_CHANGE_CREATED, w.vpath, NULL);
 	return 0;

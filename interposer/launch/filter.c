@@ -110,8 +110,9 @@ static bool refused_in(const struct sc_entry *e, enum sup_filter_kind kind)
  * the policy's. */
 static bool native_in(const struct sc_entry *e, enum sup_filter_kind kind)
 {
+	/* creat() always creates: its set-id modes still go to the supervisor */
 	if (kind == SUP_FILTER_NATIVE_WRITE && e->fast == SC_FAST_NATIVE_W)
-		return true;
+		return e->id != SC_creat;
 	return (kind == SUP_FILTER_NAMESPACED || kind == SUP_FILTER_NATIVE_OPEN ||
 		kind == SUP_FILTER_NATIVE_WRITE) && e->fast == SC_FAST_NATIVE;
 }
@@ -131,12 +132,37 @@ static const uint64_t open_trapped_bits[] = {
  * entry above. A write lands only where a read-write mount and Landlock let it. */
 #define OPEN_TRAPPED_BITS_WRITE 1
 
-static int oflags_arg(const struct sc_entry *e)
+static int arg_of_kind(const struct sc_entry *e, unsigned kind)
 {
 	for (unsigned i = 0; i < e->nargs && i < SC_MAX_ARGS; i++)
-		if (e->arg[i] == SC_ARG_OFLAGS)
+		if (e->arg[i] == kind)
 			return (int)i;
 	return -1;
+}
+
+/* Where opens and creates are native, one that asks for S_ISUID or S_ISGID still comes
+ * to the supervisor, which creates the file without them (vfs/ops.c CREATE_MODE_MASK).
+ * The mode is read whatever the flags (the kernel ignores it without O_CREAT or
+ * O_TMPFILE): a stray mode only costs a round trip. */
+static int add_setid_mode_rules(scmp_filter_ctx ctx, const struct sc_entry *e)
+{
+	static const uint64_t setid[] = { S_ISUID, S_ISGID };
+	int a = arg_of_kind(e, SC_ARG_MODE), r = 0;
+
+	if (a < 0)
+		return -EINVAL;
+	for (size_t i = 0; i < ELEMENTSOF(setid) && r >= 0; i++)
+		r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, e->nr, 1,
+				     (struct scmp_arg_cmp){ .arg = (unsigned)a,
+							    .op = SCMP_CMP_MASKED_EQ,
+							    .datum_a = setid[i],
+							    .datum_b = setid[i] });
+	return r;
+}
+
+static int oflags_arg(const struct sc_entry *e)
+{
+	return arg_of_kind(e, SC_ARG_OFLAGS);
 }
 
 /* Native unless one of the bits above is set: one NOTIFY rule per bit (libseccomp ORs
@@ -344,8 +370,12 @@ int sup_filter_build(uint32_t arch, enum sup_filter_kind kind, struct sock_fprog
 			break;
 		case SC_NOTIFY:
 			if ((kind == SUP_FILTER_NATIVE_OPEN || kind == SUP_FILTER_NATIVE_WRITE) &&
-			    e->fast == SC_FAST_NATIVE_RO)
+			    e->fast == SC_FAST_NATIVE_RO) {
 				r = add_native_ro_rules(ctx, e, kind);
+				if (r >= 0 && kind == SUP_FILTER_NATIVE_WRITE)
+					r = add_setid_mode_rules(ctx, e);
+			} else if (kind == SUP_FILTER_NATIVE_WRITE && e->id == SC_creat)
+				r = add_setid_mode_rules(ctx, e);
 			else if (e->id == SC_sendto)
 				/* send() is sendto(fd, buf, len, flags, NULL, 0): with no
 				 * address there is no name to decide on, and the register

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <cmocka.h>
 
 #include "launch.h"
@@ -108,8 +109,9 @@ static uint32_t run_bpf(const struct sock_fprog *prog, const struct seccomp_data
 /* Argument vectors that reach every argument rule add_arg_rules() writes: all zero (the
  * caller's own pid, send() without an address), all one (another pid, an address,
  * PRIO_PGRP), all PR_SET_NAME (prctl's one notified option), all O_PATH (the one open
- * flag that keeps an open trapped where creates are native). */
-static const uint64_t vectors[] = { 0, 1, PR_SET_NAME, O_PATH };
+ * flag that keeps an open trapped where creates are native), all S_ISUID (a set-id
+ * create mode, which does too). */
+static const uint64_t vectors[] = { 0, 1, PR_SET_NAME, O_PATH, S_ISUID };
 
 static bool notified_by(const struct sock_fprog *prog, uint32_t arch, const struct sc_entry *e)
 {
@@ -249,6 +251,18 @@ static void test_native_writes(void **state)
 		assert_int_equal(openat_action(&w, arch, native[i]), SECCOMP_RET_ALLOW);
 	for (size_t i = 0; i < sizeof(trapped) / sizeof(trapped[0]); i++)
 		assert_int_equal(openat_action(&w, arch, trapped[i]), SECCOMP_RET_USER_NOTIF);
+	/* a set-id create mode goes to the supervisor, which drops the bits */
+	{
+		struct seccomp_data d = { .nr = sc_by_id(arch, SC_openat)->nr, .arch = arch };
+
+		d.args[2] = O_WRONLY | O_CREAT;
+		d.args[3] = 0755;
+		assert_int_equal(run_bpf(&w, &d) & SECCOMP_RET_ACTION_FULL, SECCOMP_RET_ALLOW);
+		d.args[3] = 04755;
+		assert_int_equal(run_bpf(&w, &d) & SECCOMP_RET_ACTION_FULL, SECCOMP_RET_USER_NOTIF);
+		d.args[3] = 02755;
+		assert_int_equal(run_bpf(&w, &d) & SECCOMP_RET_ACTION_FULL, SECCOMP_RET_USER_NOTIF);
+	}
 	for (size_t i = 0; i < sizeof(nat_ids) / sizeof(nat_ids[0]); i++) {
 		const struct sc_entry *e = sc_by_id(arch, nat_ids[i]);
 
