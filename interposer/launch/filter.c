@@ -140,39 +140,12 @@ static int arg_of_kind(const struct sc_entry *e, unsigned kind)
 	return -1;
 }
 
-/* Where opens and creates are native, one that asks for S_ISUID or S_ISGID still comes
- * to the supervisor, which creates the file without them (vfs/ops.c CREATE_MODE_MASK).
- * The mode is read whatever the flags (the kernel ignores it without O_CREAT or
- * O_TMPFILE): a stray mode only costs a round trip. */
-static int add_setid_mode_rules(scmp_filter_ctx ctx, const struct sc_entry *e)
+/* Notified when any one of bits[] is set in the argument of that kind: one NOTIFY rule
+ * per bit (libseccomp ORs the rules of one action); native otherwise. */
+static int notify_on_bits(scmp_filter_ctx ctx, const struct sc_entry *e, unsigned kind,
+			  const uint64_t *bits, size_t n)
 {
-	static const uint64_t setid[] = { S_ISUID, S_ISGID };
-	int a = arg_of_kind(e, SC_ARG_MODE), r = 0;
-
-	if (a < 0)
-		return -EINVAL;
-	for (size_t i = 0; i < ELEMENTSOF(setid) && r >= 0; i++)
-		r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, e->nr, 1,
-				     (struct scmp_arg_cmp){ .arg = (unsigned)a,
-							    .op = SCMP_CMP_MASKED_EQ,
-							    .datum_a = setid[i],
-							    .datum_b = setid[i] });
-	return r;
-}
-
-static int oflags_arg(const struct sc_entry *e)
-{
-	return arg_of_kind(e, SC_ARG_OFLAGS);
-}
-
-/* Native unless one of the bits above is set: one NOTIFY rule per bit (libseccomp ORs
- * the rules of one action). */
-static int add_native_ro_rules(scmp_filter_ctx ctx, const struct sc_entry *e,
-				enum sup_filter_kind kind)
-{
-	size_t n = kind == SUP_FILTER_NATIVE_WRITE ? OPEN_TRAPPED_BITS_WRITE
-						   : ELEMENTSOF(open_trapped_bits);
-	int a = oflags_arg(e), r = 0;
+	int a = arg_of_kind(e, kind), r = 0;
 
 	if (a < 0)
 		return -EINVAL;
@@ -180,9 +153,28 @@ static int add_native_ro_rules(scmp_filter_ctx ctx, const struct sc_entry *e,
 		r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, e->nr, 1,
 				     (struct scmp_arg_cmp){ .arg = (unsigned)a,
 							    .op = SCMP_CMP_MASKED_EQ,
-							    .datum_a = open_trapped_bits[i],
-							    .datum_b = open_trapped_bits[i] });
+							    .datum_a = bits[i], .datum_b = bits[i] });
 	return r;
+}
+
+/* Where opens and creates are native, one that asks for S_ISUID or S_ISGID still comes
+ * to the supervisor, which creates the file without them (vfs/ops.c CREATE_MODE_MASK).
+ * The mode is read whatever the flags (the kernel ignores it without O_CREAT or
+ * O_TMPFILE): a stray mode only costs a round trip. */
+static int add_setid_mode_rules(scmp_filter_ctx ctx, const struct sc_entry *e)
+{
+	static const uint64_t setid[] = { S_ISUID, S_ISGID };
+
+	return notify_on_bits(ctx, e, SC_ARG_MODE, setid, ELEMENTSOF(setid));
+}
+
+/* Native unless one of the open flags above is set. */
+static int add_native_ro_rules(scmp_filter_ctx ctx, const struct sc_entry *e,
+				enum sup_filter_kind kind)
+{
+	return notify_on_bits(ctx, e, SC_ARG_OFLAGS, open_trapped_bits,
+			      kind == SUP_FILTER_NATIVE_WRITE ? OPEN_TRAPPED_BITS_WRITE
+							      : ELEMENTSOF(open_trapped_bits));
 }
 
 bool sup_filter_notifies(const struct sc_entry *e, enum sup_filter_kind kind)
