@@ -8,8 +8,9 @@
  * only on its own copy. Results are produced by the supervisor itself (vfs_* on host
  * fds) and handed back: an fd through ADDFD, a struct by writing it into the tracee, or
  * a plain return value. CONTINUE is answered for a read-only open in namespaced mode,
- * or unnamespaced inside Landlock's carved read set (may_continue_open()), for exec (what the kernel then
- * executes is checked before it runs, see exectrace.c), chdir (grants nothing by
+ * or unnamespaced inside Landlock's carved read set (may_continue_open()), for exec
+ * (what the kernel then executes is checked before it runs, see exectrace.c; native
+ * where creates are), chdir (grants nothing by
  * itself: every later relative path is resolved from the canonical cwd again),
  * personality and the syscalls that name a pid (decided on registers, not on memory).
  */
@@ -452,12 +453,13 @@ static void defer_fifo_open(struct sup_call *c, int fd, int flags)
  * Unnamespaced, the kernel opens in the host's tree, and Landlock is the wall: its read
  * set is carved to hold nothing hidden or read-denied (landlock.h, ctx.readset), and an
  * open is continued only when its object lies in that set, so a swapped path reaches
- * what the policy shows or meets Landlock's EACCES. So: read-only opens that create nothing (vfs_open_decide() checks the flags), of a
- * regular file or a directory (a device, a FIFO or a socket may mean something else to
- * the caller than to us, /dev/tty above all), and only where the namespace covers
- * (continue_ro_opens), or in the read set. openat2's flags live in memory (struct open_how), where a thread
- * could turn them into O_RDWR|O_CREAT after the check; open and openat pass them in a
- * register, which cannot change. creat() never gets here read-only.
+ * what the policy shows or meets Landlock's EACCES. So: read-only opens that create
+ * nothing (vfs_open_decide() checks the flags), of a regular file or a directory (a
+ * device, a FIFO or a socket may mean something else to the caller than to us, /dev/tty
+ * above all), and only where the namespace covers (continue_ro_opens), or in the read
+ * set. openat2's flags live in memory (struct open_how), where a thread could turn them
+ * into O_RDWR|O_CREAT after the check; open and openat pass them in a register, which
+ * cannot change. creat() never gets here read-only.
  */
 static bool may_continue_open(const struct sup_call *c)
 {

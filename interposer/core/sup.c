@@ -1759,8 +1759,7 @@ int sup_run(struct sup_opts *o)
 			/* execs too: the comm a record names is no longer known to change */
 			atomic_store(&R->ctx.comm_nocache, true);
 			log_info("creates, removes, write opens and execs: native, links "
-				 "and renames checked (no "
-				 "change set asked for)");
+				 "and renames checked (no change set asked for)");
 		} else if (R->ctx.namespaced) {
 			log_info("creates, removes and write opens: performed by moat, "
 				 "execs checked (%s)", fk == SUP_FILTER_NATIVE_OPEN ?
@@ -1831,11 +1830,10 @@ int sup_run(struct sup_opts *o)
 	/* A warm start's first exec by the checked file's fd (firstexec.c): where the
 	 * kernel's view covers hidden content, as for continued opens. A covering that
 	 * turns out incomplete later clears continue_ro_opens, and no fd is given. */
-	plan.exec_fd = R->exec_fd = plan.wait_argv && R->ctx.continue_ro_opens &&
-				    R->ctx.namespaced;
+	R->exec_fd = plan.wait_argv && R->ctx.continue_ro_opens && R->ctx.namespaced;
 	/* With native execs a cold command waits for the word that its listener is taken
 	 * (take_listener()): its first exec would not wait for us. */
-	plan.exec_fd = plan.exec_fd || R->native_exec;
+	plan.exec_fd = R->exec_fd || R->native_exec;
 	R->cmd_envp = envp;
 	R->cmd_cwd = plan.cwd;
 	plan.uid = getuid();
