@@ -108,6 +108,12 @@ extern const char *const vfs_default_secrets[];
  * with "~" read as home; NULL when none does. Matched as the vfs matches hide rules. */
 const char *vfs_default_secret_of(const char *home, const char *path);
 
+/* The entries of procfs (names below /proc, NULL-terminated) that stay read-only where
+ * /proc is mapped read-write: the kernel's settings and devices, which the sandbox's
+ * root (the host's uid 0 when root starts moat) could otherwise write, e.g.
+ * kernel.core_pattern. The vfs refuses writes there with EROFS and the mounts agree. */
+extern const char *const vfs_proc_readonly[];
+
 /*
  * Bounds on what the run can write. With a disk quota (bytes, 0 = none) the private
  * directory holding every tmpfs's backing (the sandbox's /tmp, /dev/shm, home, and any

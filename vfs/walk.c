@@ -859,6 +859,29 @@ int vfs__walk(const struct vfs *v, const struct vfs_caller *c, const char *path,
 	return r;
 }
 
+_public_ const char *const vfs_proc_readonly[] = {
+	"sys", "sysrq-trigger", "irq", "bus", "fs", NULL,
+};
+
+/* Whether vpath lies in one of vfs_proc_readonly below the procfs mapping m. */
+static bool proc_readonly(const struct vfs__rule *m, const char *vpath)
+{
+	const char *rel;
+
+	if (!m->is_proc || !vfs__path_under(vpath, m->virt))
+		return false;
+	rel = vpath + (streq(m->virt, "/") ? 0 : strlen(m->virt));
+	if (*rel++ != '/')
+		return false;
+	for (size_t i = 0; vfs_proc_readonly[i]; i++) {
+		size_t n = strlen(vfs_proc_readonly[i]);
+
+		if (strncmp(rel, vfs_proc_readonly[i], n) == 0 && (!rel[n] || rel[n] == '/'))
+			return true;
+	}
+	return false;
+}
+
 /*
  * The decision on a finished walk. want: 0 = look (stat), else VFS_WANT_* bits. WRITE
  * asks for the object's mapping to be writable, CREATE for the directory holding the
@@ -890,6 +913,11 @@ int vfs__walk_policy(const struct vfs *v, struct vfs__walk *w, unsigned want,
 		m = w->mount;
 	if ((want & (VFS_WANT_WRITE | VFS_WANT_CREATE)) && (!m || !m->writable)) {
 		vfs__verdict(verdict, -EROFS, m ? m->desc : "unmapped (read-only)", w->vpath);
+		return -EROFS;
+	}
+	if ((want & (VFS_WANT_WRITE | VFS_WANT_CREATE)) && proc_readonly(m, w->vpath)) {
+		vfs__verdict(verdict, -EROFS, "the kernel's settings under /proc (read-only)",
+		             w->vpath);
 		return -EROFS;
 	}
 	if (w->exists == false && !(want & VFS_WANT_CREATE) && !w->mount &&

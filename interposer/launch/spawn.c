@@ -428,6 +428,28 @@ static int cover_one(const char *vpath, bool dir, void *ud)
 	return r;
 }
 
+/* A read-write /proc keeps the kernel's settings read-only (vfs_proc_readonly, as the
+ * table answers): started by root, the sandbox's root is the host's uid 0, which procfs
+ * lets write a sysctl such as kernel.core_pattern with no capability at all. */
+static int proc_settings_readonly(const char *proc)
+{
+	char path[PATH_MAX + 32];
+
+	for (size_t i = 0; vfs_proc_readonly[i]; i++) {
+		int r;
+
+		snprintf(path, sizeof(path), "%s/%s", proc, vfs_proc_readonly[i]);
+		r = RET_NERRNO(mount(path, path, NULL, MS_BIND | MS_REC, NULL));
+		if (r == -ENOENT)
+			continue; /* not in this kernel's procfs */
+		if (r >= 0)
+			r = set_readonly(path);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 static int mount_one(const struct vfs_mount_info *m, void *ud)
 {
 	struct mount_ctx *mc = ud;
@@ -445,7 +467,9 @@ static int mount_one(const struct vfs_mount_info *m, void *ud)
 		r = RET_NERRNO(mount("proc", dst, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL));
 		/* As the mapping says (ro-bind /proc): a native write open of
 		 * /proc/sys/... or /proc/self/... meets EROFS, as the table answers. */
-		return r < 0 || m->writable ? r : set_readonly(dst);
+		if (r < 0 || !m->writable)
+			return r < 0 ? r : set_readonly(dst);
+		return proc_settings_readonly(dst);
 	}
 	if (m->kind != VFS_MOUNT_HIDE &&
 	    (strcmp(m->virt, "/proc") == 0 || strncmp(m->virt, "/proc/", 6) == 0))
