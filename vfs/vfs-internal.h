@@ -206,6 +206,7 @@ enum {
 	VFS__CREATE = 1u << 2,   /* the walk is for a name to create (mkdir, mknod, symlink,
 	                            link's or rename's new name, O_CREAT): a hidden name, or
 	                            one under a hidden directory, says EACCES, not ENOENT */
+	VFS__NOMAGIC = 1u << 3,  /* a magic link is ELOOP (the walk that checks one's text) */
 };
 
 /* A virtual path longer than PATH_MAX (a directory the caller reached by relative steps,

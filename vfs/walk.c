@@ -476,7 +476,8 @@ static int walk_step(const struct vfs *v, const struct vfs_caller *c, struct vfs
  * jump to the object itself, wherever it is. Their readlink text is the object's path as
  * seen from the sandbox's root (unnamespaced, host == virtual; namespaced, d_path stops at
  * the sandbox's root mount), so it is used as an absolute path inside the view and walked
- * again: the policy applies to it as to any other path, never to the host object.
+ * again: the policy applies to it as to any other path, never to the host object (and
+ * magic_names_object() checks that the path names the object at all).
  */
 static int link_target(const struct vfs *v, struct vfs__walk *w, char *buf, size_t len,
                        bool *ret_magic)
@@ -581,6 +582,47 @@ static int deleted_target(const struct vfs *v, struct vfs__walk *w, const char *
 	w->st = st;
 	w->st_full = true;
 	return 1;
+}
+
+/*
+ * Whether a magic link's text names its object in the view. The text is the object's
+ * path from the sandbox's root, but an object the sandbox cannot reach from there (a
+ * host file handed in as stdout) is printed from the host's root, and that name may be
+ * another object in the view (the sandbox's private /tmp): writing "there" would
+ * misdirect the caller's data. Natively the kernel reopens the object itself, which
+ * Landlock refuses outside the view: the same EACCES here, also where the name is free
+ * in the view (an O_CREAT would make a new file there). A name the view refuses (hidden,
+ * unmapped) is left to the walk, which refuses it by its rule.
+ */
+static int magic_names_object(const struct vfs *v, const struct vfs_caller *c,
+                              struct vfs__walk *w, const char *tgt,
+                              struct vfs_verdict *verdict)
+{
+	struct vfs__walk *seen;
+	struct stat real;
+	int fd, r;
+
+	fd = openat(w->dirfd, w->hname, O_PATH | O_CLOEXEC); /* follows it */
+	if (fd < 0)
+		return negative_errno();
+	r = fstat(fd, &real) < 0 ? negative_errno() : 0;
+	close(fd);
+	if (r < 0)
+		return r;
+	seen = malloc(sizeof(*seen));
+	if (!seen)
+		return -ENOMEM;
+	r = vfs__walk(v, c, tgt, VFS__NOFOLLOW | VFS__NOMAGIC, 0, seen, NULL);
+	if (r == 0 && (!seen->exists || seen->st.st_dev != real.st_dev ||
+	               seen->st.st_ino != real.st_ino)) {
+		vfs__verdict(verdict, -EACCES, "an object outside the view (a magic link)", tgt);
+		r = -EACCES;
+	} else {
+		r = 0;
+	}
+	vfs__walk_done(seen);
+	free(seen);
+	return r;
 }
 
 /* The walk's buffers, from here on room for paths up to VFS__LONG_MAX: vpath, a
@@ -774,7 +816,7 @@ static int walk_once(const struct vfs *v, const struct vfs_caller *c, const char
 			}
 			if (r < 0)
 				return r;
-			if (magic && (resolve & RESOLVE_NO_MAGICLINKS))
+			if (magic && ((resolve & RESOLVE_NO_MAGICLINKS) || (flags & VFS__NOMAGIC)))
 				return -ELOOP;
 			/* the kernel's nd_jump_link(): not safe for scoped lookups */
 			if (magic && (resolve & (RESOLVE_IN_ROOT | RESOLVE_BENEATH)))
@@ -800,6 +842,9 @@ static int walk_once(const struct vfs *v, const struct vfs_caller *c, const char
 				w->st_full = true;
 				break;
 			}
+			if (magic && tgt[0] == '/' &&
+			    (r = magic_names_object(v, c, w, tgt, verdict)) < 0)
+				return r;
 			if (tgt[0] == '\0')
 				return -ENOENT;
 			if (tgt[0] == '/' && (resolve & RESOLVE_BENEATH))
