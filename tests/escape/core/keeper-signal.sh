@@ -3,7 +3,8 @@
 # SIGHUP or SIGQUIT only from the supervisor or the kernel, whose signals reach it with
 # si_pid 0. rt_sigqueueinfo() and pidfd_send_signal() let a sandboxed process write
 # si_pid 0 itself (with a negative si_code, the only kind the kernel lets it send to
-# another process): such a signal must not end the keeper, which would kill the
+# another process), and an I/O signal (F_SETOWN 1, F_SETSIG) carries si_band where
+# si_pid would be: such a signal must not end the keeper, which would kill the
 # command mid-run and have moat report exit status 0 for a command that never
 # finished. Landlock's signal scoping (ABI 6, Linux 6.12) refuses the signal before it
 # arrives; MOAT_TEST_LANDLOCK_ABI=5 (a test_hooks build) gives the run an older
@@ -31,6 +32,15 @@ for sig in (15, 2, 1, 3):
     r1 = libc.syscall(129, 1, sig, info(sig))  # rt_sigqueueinfo
     r2 = libc.syscall(424, pidfd, sig, info(sig), 0) if pidfd >= 0 else -1
     print("signal", sig, r1, r2, os.strerror(ctypes.get_errno()), flush=True)
+# the kernel sends an F_SETSIG signal of I/O to the owner of the fd, here pid 1
+import fcntl
+r, w = os.pipe()
+try:
+    fcntl.fcntl(r, fcntl.F_SETOWN, 1); fcntl.fcntl(r, 10, 15)  # F_SETSIG: SIGTERM
+    fcntl.fcntl(r, fcntl.F_SETFL, fcntl.fcntl(r, fcntl.F_GETFL) | os.O_ASYNC)
+    os.write(w, b"x"); print("SIGIO armed", flush=True)
+except OSError as e:
+    print("SIGIO refused", e, flush=True)
 time.sleep(1)
 open("finished", "w").write("yes\n")
 sys.exit(7)
