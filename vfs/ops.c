@@ -204,7 +204,9 @@ static int open_fifo_nowait(const struct vfs *v, const struct vfs__walk *w, int 
  * A file the sandbox creates never carries S_ISUID or S_ISGID: it runs as root's uid
  * when root starts moat, and an empty set-id file left in a shared tree becomes a set-id
  * program on the host as soon as a host root process writes into it (cp keeps the mode,
- * CAP_FSETID keeps the bits). The filter sends native creates asking for them here.
+ * CAP_FSETID keeps the bits). The filter sends native creates asking for them here. A
+ * chmod of a file it owns drops them too (vfs_chmod_mode()), or they would come back
+ * one call later.
  */
 #define CREATE_MODE_MASK ((mode_t) ~(S_ISUID | S_ISGID))
 
@@ -808,6 +810,11 @@ static int meta_walk(const struct vfs *v, const struct vfs_caller *c, const char
 	return 0;
 }
 
+_public_ mode_t vfs_chmod_mode(mode_t file_mode, mode_t mode)
+{
+	return S_ISDIR(file_mode) ? mode : mode & CREATE_MODE_MASK;
+}
+
 _public_ int vfs_chmod(const struct vfs *v, const struct vfs_caller *c, const char *path,
                        mode_t mode, int flags, struct vfs_verdict *verdict)
 {
@@ -824,7 +831,8 @@ _public_ int vfs_chmod(const struct vfs *v, const struct vfs_caller *c, const ch
 	if (S_ISLNK(w.st.st_mode))
 		return ret_err(verdict, -EOPNOTSUPP);
 	proc_fd_path(p, sizeof(p), w.fd);
-	return ret_err(verdict, fchmodat(AT_FDCWD, p, mode, 0) < 0 ? negative_errno() : 0);
+	return ret_err(verdict, fchmodat(AT_FDCWD, p, vfs_chmod_mode(w.st.st_mode, mode), 0) < 0 ?
+	               negative_errno() : 0);
 }
 
 _public_ int vfs_chown(const struct vfs *v, const struct vfs_caller *c, const char *path, uid_t uid,

@@ -350,6 +350,11 @@ int vfs_link_fd(const struct vfs *v, int fd, const char *fd_path, const struct v
                 const char *newpath, struct vfs_verdict *verdict);
 int vfs_symlink(const struct vfs *v, const char *target, const struct vfs_caller *c,
                 const char *linkpath, struct vfs_verdict *verdict);
+/* The mode a chmod of an object of type file_mode (st_mode) gets: S_ISUID and S_ISGID
+ * dropped unless it is a directory, as for every create (no set-id program is left on
+ * the host, whoever the sandbox's root became); a directory keeps S_ISGID. vfs_chmod()
+ * applies it; fchmod's handler, which changes the caller's fd, applies it too. */
+mode_t vfs_chmod_mode(mode_t file_mode, mode_t mode);
 int vfs_chmod(const struct vfs *v, const struct vfs_caller *c, const char *path, mode_t mode,
               int flags, struct vfs_verdict *verdict);
 int vfs_chown(const struct vfs *v, const struct vfs_caller *c, const char *path, uid_t uid,

@@ -116,6 +116,7 @@ struct exec {
 	struct pending argv_p;          /* its argv, for the waiting command (--argv-fd) */
 	char report[PATH_MAX];
 	uint64_t t0, kill_ms;
+	unsigned gen;                   /* sandbox.gen when it was started */
 };
 
 struct sandbox {
@@ -133,6 +134,7 @@ struct sandbox {
 	unsigned n_warm;
 	json_t *destroy_id;             /* answered once the sandbox is really gone */
 	bool queued;                    /* an exec waits for a slot (struct waiting) */
+	unsigned gen;                   /* names put into the workspace so far (op_put()) */
 	unsigned n_execs;
 	bool dying;
 };
@@ -428,15 +430,20 @@ static bool warm_remove(struct sandbox *sb, const struct exec *x)
 	return false;
 }
 
-/* Drop every warm run: EOF for the command it waits for ends it by itself, and the
+/* Drop a warm run: EOF for the command it waits for ends it by itself, and the
  * signal makes sure. It stays in the pool, never used again, until it is reaped. */
+static void warm_end(struct server *S, struct exec *x)
+{
+	src_close(S, &x->go);
+	src_close(S, &x->argv);
+	exec_kill(x, SIGTERM);
+}
+
+/* Drop every warm run. */
 static void warm_drop(struct server *S, struct sandbox *sb)
 {
-	for (unsigned i = 0; i < sb->n_warm; i++) {
-		src_close(S, &sb->warm[i]->go);
-		src_close(S, &sb->warm[i]->argv);
-		exec_kill(sb->warm[i], SIGTERM);
-	}
+	for (unsigned i = 0; i < sb->n_warm; i++)
+		warm_end(S, sb->warm[i]);
 }
 
 /* destroy: the sandbox goes now, or once its exec has been killed and reaped. */
@@ -803,6 +810,7 @@ static struct exec *exec_spawn(struct server *S, struct sandbox *sb)
 		goto fail;
 	x->pidfd.fd = x->out.fd = x->err.fd = x->ev.fd = x->in.fd = x->go.fd = x->argv.fd = -1;
 	x->sb = sb;
+	x->gen = sb->gen;
 	if (pathf(x->report, sizeof(x->report), "%s/exec-%u.json", sb->dir, ++sb->n_execs) < 0)
 		goto fail;
 	argv = calloc(sb->n_args + 16, sizeof(char *));
@@ -1001,8 +1009,12 @@ static void op_exec(struct server *S, struct client *c, json_t *id, json_t *req,
 	if (jin)
 		memcpy(in_copy, json_string_value(jin), json_string_length(jin));
 
-	/* The oldest warm one still waiting; else a cold start, the same way. */
+	/* The oldest warm one still waiting; else a cold start, the same way. One built
+	 * before a put added a name goes: it may not cover it. */
 	x = NULL;
+	for (i = 0; i < sb->n_warm; i++)
+		if (sb->warm[i]->gen != sb->gen && warm_ready(sb->warm[i]))
+			warm_end(S, sb->warm[i]);
 	for (i = 0; i < sb->n_warm && !x; i++)
 		if (warm_ready(sb->warm[i]))
 			x = sb->warm[i];
@@ -1017,7 +1029,9 @@ static void op_exec(struct server *S, struct client *c, json_t *id, json_t *req,
 		return send_error(S, c, id, "internal", "cannot start the command: %s",
 				  strerror(errno ? errno : ENOMEM));
 	}
-	x->req_id = json_incref(id);
+	/* never NULL: exec_finish() tells a run taken for an exec by it, and an exec may
+	 * come without an id */
+	x->req_id = json_incref(id ? id : json_null());
 	x->stream = json_is_true(json_object_get(req, "stream"));
 	x->t0 = now_ms();
 	/* The command's argv first: it starts without a hop through the run, and ahead of
@@ -1262,6 +1276,7 @@ static void op_put(struct server *S, struct client *c, json_t *id, json_t *req)
 	_cleanup_close_ int fd = -1;
 	struct stat st;
 	mode_t mode = jm ? (mode_t)json_integer_value(jm) : 0644;
+	bool created;
 
 	if (!sb)
 		return send_error(S, c, id, "not_found", "no sandbox '%s' on this connection",
@@ -1287,7 +1302,10 @@ static void op_put(struct server *S, struct client *c, json_t *id, json_t *req)
 	}
 	if (len > FILE_MAX)
 		return send_error(S, c, id, "limit", "put: at most %u bytes", FILE_MAX);
-	fd = open_beneath(sb, rel, O_WRONLY | O_CREAT, mode & 07777);
+	fd = open_beneath(sb, rel, O_WRONLY | O_CREAT | O_EXCL, mode & 07777);
+	created = fd >= 0;
+	if (fd == -EEXIST)
+		fd = open_beneath(sb, rel, O_WRONLY, 0);
 	if (fd < 0)
 		return send_error(S, c, id, "io", "put %s: %s", rel, strerror(-fd));
 	/* Never truncate a file with other names: a hard link the sandbox made to something
@@ -1303,6 +1321,11 @@ static void op_put(struct server *S, struct client *c, json_t *id, json_t *req)
 			return send_error(S, c, id, "io", "put %s: %s", rel, strerror(errno));
 		off += (size_t)n;
 	}
+	/* A warm run covered the hidden paths that existed when it was built: a new name
+	 * may be one the policy hides (a .env), which its native opens would read. The
+	 * runs built before it serve no exec (op_exec()); a burst of puts costs nothing. */
+	if (created)
+		sb->gen++;
 	send_json(S, c, with_id(id, json_pack("{s:b, s:I}", "ok", 1, "size", (json_int_t)len)));
 }
 

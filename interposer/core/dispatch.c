@@ -1064,7 +1064,7 @@ static void handle_fd_meta(struct sup_call *c)
 		return set_result(c, r);
 	switch (c->e->id) {
 	case SC_fchmod:
-		r = RET_NERRNO(fchmod(fd, (mode_t)ARG(c, 1)));
+		r = RET_NERRNO(fchmod(fd, vfs_chmod_mode(st.st_mode, (mode_t)ARG(c, 1))));
 		break;
 	case SC_fchown:
 		r = RET_NERRNO(fchown(fd, (uid_t)ARG(c, 1), (gid_t)ARG(c, 2)));

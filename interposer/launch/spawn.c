@@ -921,8 +921,14 @@ _noreturn_ static void keeper_main(struct spawn_plan *p)
 			 * pid 1's usual protection, so without this check a sandboxed process
 			 * could end the keeper and have moat report exit status 0 for a
 			 * command that never finished. Senders outside our pid namespace show
-			 * as pid 0; the kernel's own signals carry pid 0 too. */
-			if (si.si_pid == 0 || (!p->namespaced && si.si_pid == supervisor))
+			 * as pid 0; the kernel's own signals carry pid 0 too. Only a kill()
+			 * or the kernel's own signal (si_code SI_USER, SI_KERNEL) says who
+			 * sent it: rt_sigqueueinfo() lets any sender write si_pid, 0 included,
+			 * with a negative si_code, the only kind it may send another process,
+			 * and an F_SETSIG signal of I/O (POLL_*) holds si_band where si_pid
+			 * would be. */
+			if ((si.si_code == SI_USER || si.si_code == SI_KERNEL) &&
+			    (si.si_pid == 0 || (!p->namespaced && si.si_pid == supervisor)))
 				break;
 			continue;
 		}

@@ -605,6 +605,17 @@ static void test_entry_ops(void **state)
 	assert_int_equal(vfs_chmod(v, &c, "a.txt", 0600, 0, NULL), 0);
 	assert_int_equal(stat(tp("ws/a.txt"), &st), 0);
 	assert_int_equal(st.st_mode & 07777, 0600);
+	/* no set-id file: the bits are dropped from a file's mode, S_ISGID kept on a
+	 * directory (a shared group directory makes no program) */
+	assert_int_equal(vfs_chmod(v, &c, "a.txt", 06755, 0, NULL), 0);
+	assert_int_equal(stat(tp("ws/a.txt"), &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0755);
+	assert_int_equal(vfs_mkdir(v, &c, "gdir", 0755, NULL), 0);
+	assert_int_equal(vfs_chmod(v, &c, "gdir", 02775, 0, NULL), 0);
+	assert_int_equal(stat(tp("ws/gdir"), &st), 0);
+	assert_int_equal(st.st_mode & 07777, 02775);
+	assert_int_equal(vfs_unlink(v, &c, "gdir", AT_REMOVEDIR, NULL), 0);
+	assert_int_equal(vfs_chmod(v, &c, "a.txt", 0600, 0, NULL), 0);
 	assert_int_equal(vfs_chmod(v, &c, "/ro/o.txt", 0600, 0, NULL), -EROFS);
 	assert_int_equal(vfs_chmod(v, &c, ".env", 0600, 0, NULL), -ENOENT);
 	assert_int_equal(vfs_chown(v, &c, "a.txt", (uid_t)-1, (gid_t)-1, 0, NULL), 0);
