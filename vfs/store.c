@@ -27,10 +27,22 @@
 
 void vfs__rm_rf_at(int dfd, const char *name)
 {
-	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	DIR *d;
 	struct dirent *de;
+	int fd;
 
+	/* An empty directory (most of a run's: a home or /dev/shm nothing wrote to, a
+	 * mount point's parents) goes in one call, a file or a symlink in two; only a
+	 * directory with entries is opened and read. Nothing here follows a symlink. */
+	if (unlinkat(dfd, name, AT_REMOVEDIR) == 0)
+		return;
+	if (errno == ENOTDIR) {
+		unlinkat(dfd, name, 0);
+		return;
+	}
+	if (errno == ENOENT)
+		return;
+	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
 		unlinkat(dfd, name, 0);
 		return;
@@ -129,26 +141,71 @@ int vfs__private_path(struct vfs *v, const char *prefix, char **ret)
  * made and removed on every run, holding nothing of the sandbox's: on a disk-backed /tmp
  * that costs milliseconds each way (ext4 journals every rmdir; about 3 ms of a 30 ms
  * /bin/true here), on a tmpfs microseconds. So /dev/shm when it is a tmpfs we may write
- * to; next to the other private files otherwise. (The tmpfs backings stay in the
- * private dir: the sandbox's /tmp can be large, and /dev/shm is often small.)
+ * to; next to the other private files otherwise. (The sandbox's /tmp and home stay in
+ * the private dir: they can be large, and /dev/shm is often small. Its /dev/shm and the
+ * inline files go beside the skeleton: vfs__shm_path().)
  */
-int vfs__skeleton_path(struct vfs *v, char **ret)
+static int shm_dir(struct vfs *v)
 {
 	char tmpl[] = "/dev/shm/moat-root-XXXXXX";
 	struct statfs sf;
 
-	if (statfs("/dev/shm", &sf) == 0 && sf.f_type == TMPFS_MAGIC) {
-		if (!v->defer_sweep)
-			vfs__sweep_stale("/dev/shm", "moat-root-");
-		if (mkdtemp(tmpl)) {
-			v->skeleton_dir = strdup(tmpl);
-			if (!v->skeleton_dir || asprintf(ret, "%s/root", tmpl) < 0)
-				return -ENOMEM;
-			v->skeleton_lock = vfs__lock_private(AT_FDCWD, tmpl);
-			return v->skeleton_lock < 0 ? v->skeleton_lock : 0;
-		}
+	if (v->skeleton_dir)
+		return 0;
+	if (statfs("/dev/shm", &sf) < 0 || sf.f_type != TMPFS_MAGIC)
+		return -EOPNOTSUPP;
+	if (!v->defer_sweep)
+		vfs__sweep_stale("/dev/shm", "moat-root-");
+	if (!mkdtemp(tmpl))
+		return -EOPNOTSUPP;
+	v->skeleton_dir = strdup(tmpl);
+	if (!v->skeleton_dir)
+		return -ENOMEM;
+	v->skeleton_lock = vfs__lock_private(AT_FDCWD, tmpl);
+	return v->skeleton_lock < 0 ? v->skeleton_lock : 0;
+}
+
+int vfs__skeleton_path(struct vfs *v, char **ret)
+{
+	int r = shm_dir(v);
+
+	if (r == -EOPNOTSUPP)
+		return vfs__private_path(v, "root", ret);
+	if (r < 0)
+		return r;
+	return asprintf(ret, "%s/root", v->skeleton_dir) < 0 ? -ENOMEM : 0;
+}
+
+/*
+ * A host path for a namespaced backing that belongs in memory anyway: the sandbox's
+ * /dev/shm (a tmpfs natively, bounded as the host's is) and the inline files (a few
+ * bytes, a synthetic /etc/resolv.conf). Beside the skeleton on the host's /dev/shm, so
+ * that a run makes and removes no inode for them on a disk-backed /tmp (ext4 without a
+ * journal scans past every recently deleted inode to allocate one); in the private dir
+ * where /dev/shm is no tmpfs. Removed by vfs__shm_remove(), through the directory fd
+ * held since mkdtemp().
+ */
+int vfs__shm_path(struct vfs *v, const char *prefix, char **ret)
+{
+	int r = shm_dir(v);
+
+	if (r == -EOPNOTSUPP)
+		return vfs__private_path(v, prefix, ret);
+	if (r < 0)
+		return r;
+	return asprintf(ret, "%s/shm%u", v->skeleton_dir, v->n_shm++) < 0 ? -ENOMEM : 0;
+}
+
+void vfs__shm_remove(const struct vfs *v)
+{
+	if (v->skeleton_lock < 0)
+		return;
+	for (unsigned i = 0; i < v->n_shm; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "shm%u", i);
+		vfs__rm_rf_at(v->skeleton_lock, name);
 	}
-	return vfs__private_path(v, "root", ret);
 }
 
 /*

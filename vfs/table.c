@@ -115,6 +115,7 @@ _public_ struct vfs *vfs_free(struct vfs *v)
 	if (v->private_dir)
 		vfs__rm_rf_at(AT_FDCWD, v->private_dir);
 	free(v->private_dir);
+	vfs__shm_remove(v);
 	if (v->skeleton_dir && rmdir(v->skeleton_dir) < 0)
 		vfs__rm_rf_at(AT_FDCWD, v->skeleton_dir);
 	free(v->skeleton_dir);
@@ -393,7 +394,12 @@ static int finalize(struct vfs *v, enum vfs_mode mode, struct moat_error *e)
 				if (!a->host)
 					return -ENOMEM;
 			} else {
-				if ((r = vfs__private_path(v, "tmp", &a->host)) < 0)
+				/* the sandbox's /dev/shm is memory natively too */
+				bool shm = mode == VFS_MODE_NAMESPACED && streq(a->virt, "/dev/shm") &&
+					   !a->size && !v->disk_quota;
+
+				if ((r = shm ? vfs__shm_path(v, "tmp", &a->host)
+					     : vfs__private_path(v, "tmp", &a->host)) < 0)
 					return r;
 				if (mkdir(a->host, home ? 0700 : 01777) < 0 ||
 				    chmod(a->host, home ? 0700 : 01777) < 0)
@@ -421,7 +427,8 @@ static int finalize(struct vfs *v, enum vfs_mode mode, struct moat_error *e)
 					return -ENOMEM;
 			}
 		} else if (a->kind == VFS__FILE && a->content) {
-			if ((r = vfs__private_path(v, "file", &a->host)) < 0)
+			if ((r = mode == VFS_MODE_NAMESPACED ? vfs__shm_path(v, "file", &a->host)
+							      : vfs__private_path(v, "file", &a->host)) < 0)
 				return r;
 			if ((r = vfs__write_file(a->host, a->content, strlen(a->content))) < 0)
 				return moat_error_set(e, EINVAL, "%s: %s", a->desc, strerror(-r));

@@ -107,13 +107,15 @@ struct vfs {
 	char *initial_cwd;
 	char *private_dir;         /* host dir holding tmpfs backings, skeleton, files */
 	char *skeleton;            /* namespaced: host dir standing for the unmapped tree */
-	char *skeleton_dir;        /* its own private dir when on /dev/shm, else NULL */
+	char *skeleton_dir;        /* its own private dir when on /dev/shm, else NULL; also
+	                              the namespaced /dev/shm backing and inline files */
 	int private_lock, skeleton_lock; /* flock()ed fds of those two (see lock_private()) */
 	char *tmpdir;              /* what the sandbox should use as TMPDIR */
 	char *home_dir;            /* the private home's virtual path (the sandbox's HOME) */
 	struct vfs__own **own;     /* owned.c: the run's entries in own_only mappings, by
 	                              vpath hash; guarded by lock */
 	unsigned n_private;
+	unsigned n_shm;            /* entries made in skeleton_dir besides "root" */
 	uint64_t disk_quota;       /* --disk: private_dir is a tmpfs of this size, or 0 */
 	bool private_mounted;
 	bool may_mount;            /* vfs_allow_mounts(): the sizes are mounted, not just checked */
@@ -164,6 +166,8 @@ int vfs__lock_private(int dfd, const char *name);
 void vfs__sweep_stale(const char *parent, const char *prefix);
 int vfs__private_path(struct vfs *v, const char *prefix, char **ret);
 int vfs__skeleton_path(struct vfs *v, char **ret);
+int vfs__shm_path(struct vfs *v, const char *prefix, char **ret);
+void vfs__shm_remove(const struct vfs *v);
 int vfs__skel_mkdirs(const char *base, const char *rel);
 void vfs__skel_remove(const struct vfs *v);
 int vfs__skel_mountpoint(const char *base, const char *rel, const struct vfs__rule *m,

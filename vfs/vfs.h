@@ -206,8 +206,9 @@ int vfs_cow_write_sums(const struct vfs_cow_set *s, int out_fd);
 int vfs_finalize(struct vfs *v, enum vfs_mode mode, struct moat_error *e);
 /* vfs_finalize() removes the private directories of runs that died (store.c) before it
  * makes its own. After vfs_defer_sweep() (called before vfs_finalize()) it does not, and
- * the caller calls vfs_sweep_stale() once it has time to spare: a cold start reads the
- * whole of the host's /tmp for it, which need not delay the sandbox's start. */
+ * the caller calls vfs_sweep_stale() once it has time to spare (sup_run(): while the
+ * keeper exits): it reads the whole of the host's /tmp, which need not delay the
+ * sandbox's start. */
 void vfs_defer_sweep(struct vfs *v);
 void vfs_sweep_stale(const struct vfs *v);
 

@@ -232,6 +232,7 @@ struct run {
 	int keeper_status;
 	bool have_cmd_status;
 	int cmd_status;
+	bool sweep_pending;             /* vfs_sweep_stale() still to run (sup_run() only) */
 	enum sup_reason reason;
 	int stop_signal;
 	int exec_errno;
@@ -884,6 +885,13 @@ static int loop(struct run *R)
 				sup_net_event(&R->ctx, fd, evs[i].events);
 				pthread_mutex_unlock(&R->ctx.lock);
 			}
+		}
+		/* The command's status came: the keeper is on its way out, which takes its
+		 * namespaces down (a millisecond or so) before we can reap it. What dead
+		 * runs left behind is swept meanwhile, on a CPU that would wait anyway. */
+		if (R->have_cmd_status && R->sweep_pending) {
+			vfs_sweep_stale(R->o->vfs);
+			R->sweep_pending = false;
 		}
 	}
 	/* The keeper is gone; collect its last words (the command's status) if any. */
@@ -1907,10 +1915,10 @@ int sup_run(struct sup_opts *o)
 	 * child (its uid_map) belong to root, which an unprivileged supervisor is not. */
 	prctl(PR_SET_DUMPABLE, 0);
 	sync_send(R->syncfd, SYNC_GO, 0, 0);
-	/* While the keeper builds the sandbox (its mounts, then the command's set-up),
-	 * which needs nothing of us until the command's listener arrives: the private
-	 * directories that dead runs left behind, a walk of the host's whole /tmp. */
-	vfs_sweep_stale(o->vfs);
+	/* The private directories that dead runs left behind, a walk of the host's whole
+	 * /tmp: not now, when the keeper's mounts want both CPUs of a small machine, but
+	 * while the keeper exits (loop()), or at teardown when no status came. */
+	R->sweep_pending = true;
 	/* Everything that needed more is done; the threads started next inherit this. */
 	if (sup_confine(vfs_needs_mounts(o->vfs)) < 0) {
 		kill(R->keeper, SIGKILL);
@@ -1968,6 +1976,10 @@ int sup_run(struct sup_opts *o)
 	R->cmd_pidfd = safe_close(R->cmd_pidfd);
 	if (!R->keeper_done && waitpid(R->keeper, &R->keeper_status, 0) == R->keeper)
 		R->keeper_done = true;
+	if (R->sweep_pending) {
+		vfs_sweep_stale(o->vfs);
+		R->sweep_pending = false;
+	}
 	/* Everything that held a pty slave is gone: its last output goes out before ours. */
 	term_relay_finish(&R->term);
 	R->t_end = now_mono_ns();

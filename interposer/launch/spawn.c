@@ -301,51 +301,69 @@ static int wait_go(int sync_fd)
 
 /* ---- the mount namespace (layer 1 of docs/architecture.md, same table as the vfs) ---- */
 
+/* The deepest directory first, its parents only when it says ENOENT: most mount points
+ * sit in a directory that exists already (the tmpfs root, /dev, a mapping's tree), so
+ * this is one mkdir() where a walk from the top would fail with EEXIST at each level. */
 static int mkdir_p(const char *path, mode_t mode)
 {
 	char buf[PATH_MAX];
 	size_t len = strlen(path);
+	char *slash;
+	int r;
 
+	if (mkdir(path, mode) == 0 || errno == EEXIST)
+		return 0;
+	if (errno != ENOENT)
+		return negative_errno();
 	if (len >= sizeof(buf))
 		return -ENAMETOOLONG;
 	memcpy(buf, path, len + 1);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, mode) < 0 && errno != EEXIST)
-			return negative_errno();
-		*p = '/';
-	}
-	if (mkdir(buf, mode) < 0 && errno != EEXIST)
+	slash = strrchr(buf, '/');
+	if (!slash || slash == buf)
+		return -ENOENT;
+	*slash = '\0';
+	r = mkdir_p(buf, mode);
+	if (r < 0)
+		return r;
+	if (mkdir(path, mode) < 0 && errno != EEXIST)
 		return negative_errno();
 	return 0;
 }
 
-static int make_mountpoint(const char *path, bool dir)
+/* The directory that will hold path. */
+static int mkdir_parent(const char *path)
 {
 	char parent[PATH_MAX];
 	char *slash;
-	int fd;
+
+	snprintf(parent, sizeof(parent), "%s", path);
+	slash = strrchr(parent, '/');
+	if (!slash || slash == parent)
+		return 0;
+	*slash = '\0';
+	return mkdir_p(parent, 0755);
+}
+
+static int make_mountpoint(const char *path, bool dir)
+{
+	int fd, r;
 
 	if (dir)
 		return mkdir_p(path, 0755);
-	snprintf(parent, sizeof(parent), "%s", path);
-	slash = strrchr(parent, '/');
-	if (slash && slash != parent) {
-		*slash = '\0';
-		int r = mkdir_p(parent, 0755);
+	/* O_EXCL: a file that is there already (a synthetic /etc/resolv.conf inside
+	 * ro-bind /etc: the mapping shows one) is the mount point as it is; the kernel
+	 * says EEXIST for it before it would say EROFS for the read-only mapping. The
+	 * parent is made only when the open says it is missing. */
+	for (int again = 0;; again++) {
+		fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
+		if (fd >= 0 || errno == EEXIST)
+			break;
+		if (errno != ENOENT || again)
+			return negative_errno();
+		r = mkdir_parent(path);
 		if (r < 0)
 			return r;
 	}
-	/* A file mapped over one that a read-only mapping already shows (a synthetic
-	 * /etc/resolv.conf inside ro-bind /etc): the mountpoint is there, and opening it
-	 * for writing would fail with EROFS. */
-	if (access(path, F_OK) == 0)
-		return 0;
-	fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0 && errno != EEXIST)
-		return negative_errno();
 	safe_close(fd);
 	return 0;
 }
@@ -375,6 +393,9 @@ static int set_nodev(const char *path)
 
 struct mount_ctx {
 	int err;
+	/* /newroot/proc is the sandbox's own procfs, on top (build_mount_ns() mounts it
+	 * read-only; a mapping of "/" covers it and mounts it again, read-write) */
+	bool proc_rw;
 	char failed[PATH_MAX + 32];
 };
 
@@ -464,11 +485,20 @@ static int mount_one(const struct vfs_mount_info *m, void *ud)
 	 * sandbox's own again on top. */
 	if (m->kind != VFS_MOUNT_HIDE && strcmp(m->virt, "/proc") == 0 &&
 	    m->host && strcmp(m->host, "/proc") == 0) {
-		r = RET_NERRNO(mount("proc", dst, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL));
-		/* As the mapping says (ro-bind /proc): a native write open of
-		 * /proc/sys/... or /proc/self/... meets EROFS, as the table answers. */
-		if (r < 0 || !m->writable)
-			return r < 0 ? r : set_readonly(dst);
+		/* The procfs on top is ours already (mappings come parents first, hides
+		 * after): only its read-only bit may have to change, as the mapping says
+		 * (ro-bind /proc: a native write open of /proc/sys/... or /proc/self/...
+		 * meets EROFS, as the table answers). A read-write mapping over the
+		 * read-only mount gets a procfs of its own, as before. */
+		if (!m->writable)
+			return mc->proc_rw ? set_readonly(dst) : 0;
+		if (!mc->proc_rw) {
+			r = RET_NERRNO(mount("proc", dst, "proc",
+					     MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL));
+			if (r < 0)
+				return r;
+			mc->proc_rw = true;
+		}
 		return proc_settings_readonly(dst);
 	}
 	if (m->kind != VFS_MOUNT_HIDE &&
@@ -486,11 +516,15 @@ static int mount_one(const struct vfs_mount_info *m, void *ud)
 		if (n < 0)
 			return 0;
 		target[n] = '\0';
-		r = make_mountpoint(dst, true);
-		if (r >= 0 && rmdir(dst) < 0)
-			r = negative_errno();
-		if (r >= 0 && symlink(target, dst) < 0 && errno != EEXIST)
-			r = negative_errno();
+		/* The parent is made only when the symlink says it is missing. */
+		r = RET_NERRNO(symlink(target, dst));
+		if (r == -ENOENT) {
+			r = mkdir_parent(dst);
+			if (r >= 0)
+				r = RET_NERRNO(symlink(target, dst));
+		}
+		if (r == -EEXIST)
+			r = 0;
 		if (r < 0)
 			goto fail;
 		return 0;
@@ -529,6 +563,7 @@ static int mount_one(const struct vfs_mount_info *m, void *ud)
 					     MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL));
 			if (r < 0)
 				goto fail;
+			mc->proc_rw = true;
 		}
 		return 0;
 	case VFS_MOUNT_HIDE:
