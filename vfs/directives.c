@@ -378,7 +378,12 @@ static int add_if_exists(struct vfs *v, const char *word, const char *path)
 _public_ const char *const vfs_default_secrets[] = {
 	/* named by path: the "**" globs below do not reach into the system trees */
 	"/etc/shadow*", "/etc/gshadow*", "/etc/sudoers*", "/etc/ssh/ssh_host_*",
-	"/etc/ssl/private", "/root", "~/.ssh", "~/.aws", "~/.config/gcloud", "~/.netrc", "~/.gnupg",
+	"/etc/ssl/private",
+	/* root-only secrets a root-started sandbox (the host's uid 0) could otherwise read */
+	"/etc/wireguard", "/etc/letsencrypt", "/etc/NetworkManager/system-connections",
+	"/etc/ipsec.secrets", "/etc/ipsec.d/private", "/etc/krb5.keytab", "/etc/mysql/debian.cnf",
+	"/etc/ppp/*-secrets",
+	"/root", "~/.ssh", "~/.aws", "~/.config/gcloud", "~/.netrc", "~/.gnupg",
 	/* private keys by their usual names; not every *.pem, which would hide the
 	 * CA bundles TLS needs (certifi's cacert.pem breaks pip and python -m venv) */
 	"**/.env", "**/*key*.pem", "**/*.key", "**/*.p12", "**/*.pfx",
