@@ -219,6 +219,10 @@ def run_checks(tmp, sock, server):
             fds, end = None, time.time() + 20
             while time.time() < end and fds is None:
                 for pid in procs_with(marker):
+                    # while sleep starts, its loader's own opens (ld.so.cache, libc:
+                    # emulated and slow under load) hold fd 3 for a moment: list the
+                    # fds of the settled program (it sleeps 2.7 s)
+                    time.sleep(0.3)
                     try:
                         fds = sorted(os.listdir(f"/proc/{pid}/fd"), key=int)
                     except OSError:
