@@ -162,6 +162,33 @@ static int deep_base(struct sup_call *c, int64_t dirfd, const char **ret)
 	return 0;
 }
 
+/* CREDS_FIXED where the run's credentials cannot change (sup_ctx.creds_fixed) and the
+ * call creates nothing, so that the caller's umask, the one credential it may still
+ * change, plays no part: the stat family, access and readlink, and opens without O_CREAT
+ * or O_TMPFILE. */
+static unsigned fixed_creds(const struct sup_call *c)
+{
+	int flags;
+
+	if (!c->s->creds_fixed)
+		return 0;
+	switch (c->e->id) {
+	case SC_stat: case SC_lstat: case SC_newfstatat: case SC_statx:
+	case SC_access: case SC_faccessat: case SC_faccessat2:
+	case SC_readlink: case SC_readlinkat:
+		return CREDS_FIXED;
+	case SC_open:
+		flags = (int)ARG(c, 1);
+		break;
+	case SC_openat:
+		flags = (int)ARG(c, 2);
+		break;
+	default:
+		return 0;
+	}
+	return (flags & (O_CREAT | O_TMPFILE)) ? 0 : CREDS_FIXED;
+}
+
 /* Fill a vfs_caller for dirfd-relative path resolution. base_buf must outlive it.
  * From here on the thread acts with the caller's credentials (creds.h): the vfs
  * operation that follows is the caller's, and the kernel checks it as such. */
@@ -191,7 +218,7 @@ static int make_caller(struct sup_call *c, int64_t dirfd, const char *path, char
 		/* ENOTDIR: base NULL, and the vfs answers ENOTDIR for relative paths */
 		ret->base = r < 0 ? NULL : base;
 	}
-	return creds_caller(c->tid, c->req->id, 0);
+	return creds_caller(c->tid, c->req->id, fixed_creds(c));
 }
 
 static void set_result(struct sup_call *c, int r)
@@ -738,7 +765,8 @@ static void handle_access(struct sup_call *c, int64_t dirfd, uint64_t path, int 
 	if (prep_path(c, dirfd, path, c->path, base, &caller) < 0)
 		return;
 	/* access(2) asks for the real ids unless AT_EACCESS */
-	if (!(flags & AT_EACCESS) && (r = creds_caller(c->tid, c->req->id, CREDS_REAL)) < 0)
+	if (!(flags & AT_EACCESS) && (r = creds_caller(c->tid, c->req->id,
+						  CREDS_REAL | fixed_creds(c))) < 0)
 		return set_result(c, r);
 	r = vfs_access(c->s->vfs, &caller, c->path, mode, flags, &c->verdict);
 	set_result(c, r);
