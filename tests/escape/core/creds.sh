@@ -71,6 +71,10 @@ try:
         for i in range(100):
             os.close(os.open(os.path.join(path, "mine"), os.O_RDONLY))
             os.close(os.open("mine", os.O_RDONLY, dir_fd=d))
+            # stats too: their answer is written into this caller's memory
+            if os.stat(os.path.join(path, "mine")).st_size != 5 or \
+               os.stat("mine", dir_fd=d).st_size != 5:
+                raise OSError(5, "stat")
     print("ok")
 except OSError as e:
     print(os.strerror(e.errno))
@@ -201,17 +205,17 @@ except OSError: print("none")' w/mine)
 		ok $? "$mode: a file 65534 creates belongs to 65534 on the host" \
 			"sandbox: $out; host: $(stat -c %u:%g w/pub/by-nobody 2>&1)"
 
-		# A run of continued opens leaves the notifier thread acting for its caller
-		# (dispatch.c lazy_creds()); what it reads of the caller's /proc must still
+		# A run of continued opens or emulated stats leaves the notifier thread acting
+		# for its caller (dispatch.c lazy_creds()); what it reads of the caller's /proc must still
 		# be read with the supervisor's own authority.
 		out=$(in_sandbox $mode setpriv --reuid=65534 --regid=65534 --clear-groups \
 			python3 probe.py nodump "$PWD/w")
 		[ "$out" = ok ]
-		ok $? "$mode: a non-dumpable 65534 opens files by path and by dirfd" "sandbox: $out"
+		ok $? "$mode: a non-dumpable 65534 opens and stats files by path and by dirfd" "sandbox: $out"
 	else
 		out=$(in_sandbox $mode python3 probe.py nodump "$PWD/w")
 		[ "$out" = ok ]
-		ok $? "$mode: a non-dumpable caller opens files by path and by dirfd" "sandbox: $out"
+		ok $? "$mode: a non-dumpable caller opens and stats files by path and by dirfd" "sandbox: $out"
 		for c in create-closed read-rootonly create-owner; do
 			skip "$mode: 65534 case $c" "unnamespaced mode has no other ids to take"
 		done
