@@ -18,6 +18,11 @@
  *     children) share: any of them changes it for the others with a native umask();
  *   - a stale value may grant more (an id or group the caller dropped, a smaller umask).
  * The read costs about as much as six trivial syscalls (pread of a generated file).
+ * The one exception is a run in which none of that can happen (creds.h, CREDS_FIXED:
+ * unnamespaced, started with one uid and one gid, every capability dropped and
+ * no_new_privs before the filter): there a call that creates nothing takes the ids,
+ * groups and capabilities of the status this thread read last, any caller's, since they
+ * are all the same; the umask, which still changes, is read for every create.
  *
  * Capabilities: the caller's effective set (or, for access(2), what the kernel would use)
  * intersected with the ones that govern file access, and never more than we hold.
@@ -68,7 +73,8 @@ struct status {
 	uid_t uid[4]; /* real, effective, saved, fs */
 	gid_t gid[4];
 	mode_t umask;
-	uint64_t cap_prm, cap_eff;
+	uint64_t cap_prm, cap_eff, cap_inh, cap_bnd, cap_amb;
+	bool no_new_privs;
 	int ngroups;
 	gid_t groups[MAX_GROUPS];
 };
@@ -86,6 +92,11 @@ static __thread struct {
 	unsigned clock;
 	uint64_t last_id;       /* the notification whose status is in st */
 	pid_t last_tid;
+	/* CREDS_FIXED: st holds credentials that cannot change (fixed_shape()), and every
+	 * status read so far had the same ids; broken once one did not */
+	bool fixed_ok, fixed_broken;
+	uid_t fixed_uid;
+	gid_t fixed_gid;
 	struct status st;
 	char buf[16384];
 } T;
@@ -250,6 +261,16 @@ static int parse_status(struct status *st)
 	if (!p)
 		return -EINVAL;
 	st->cap_eff = strtoull(p, NULL, 16);
+	/* only CREDS_FIXED looks at these; a kernel that does not print one leaves it
+	 * nonzero, which ends the shortcut */
+	p = field("\nCapInh:\t");
+	st->cap_inh = p ? strtoull(p, NULL, 16) : ~0ull;
+	p = field("\nCapBnd:\t");
+	st->cap_bnd = p ? strtoull(p, NULL, 16) : ~0ull;
+	p = field("\nCapAmb:\t");
+	st->cap_amb = p ? strtoull(p, NULL, 16) : ~0ull;
+	p = field("\nNoNewPrivs:\t");
+	st->no_new_privs = p && *p == '1';
 	p = field("\nGroups:\t");
 	if (!p)
 		return -EINVAL;
@@ -273,6 +294,33 @@ static bool same_groups(const struct status *st)
 	       memcmp(st->groups, T.cur.groups, (size_t)st->ngroups * sizeof(gid_t)) == 0;
 }
 
+/* Credentials no thread can change (creds.h, CREDS_FIXED): one uid, one gid, no
+ * capability in any set, no_new_privs. */
+static bool fixed_shape(const struct status *st)
+{
+	return st->uid[0] == st->uid[1] && st->uid[0] == st->uid[2] && st->uid[0] == st->uid[3] &&
+	       st->gid[0] == st->gid[1] && st->gid[0] == st->gid[2] && st->gid[0] == st->gid[3] &&
+	       !st->cap_prm && !st->cap_eff && !st->cap_inh && !st->cap_bnd && !st->cap_amb &&
+	       st->no_new_privs;
+}
+
+/* After a status read for a CREDS_FIXED run: may the next calls skip theirs? */
+static void fixed_note(const struct status *st)
+{
+	if (T.fixed_broken)
+		return;
+	if (!fixed_shape(st) ||
+	    (T.fixed_ok && (st->uid[0] != T.fixed_uid || st->gid[0] != T.fixed_gid))) {
+		/* not what start-up promised: read every status from now on */
+		T.fixed_broken = true;
+		T.fixed_ok = false;
+		return;
+	}
+	T.fixed_uid = st->uid[0];
+	T.fixed_gid = st->gid[0];
+	T.fixed_ok = true;
+}
+
 int creds_caller(pid_t tid, uint64_t id, unsigned flags)
 {
 	struct status *st = &T.st;
@@ -284,7 +332,9 @@ int creds_caller(pid_t tid, uint64_t id, unsigned flags)
 
 	if (!T.ready)
 		return -EACCES;
-	if (T.last_id != id || T.last_tid != tid) {
+	if ((flags & CREDS_FIXED) && T.fixed_ok && !T.fixed_broken) {
+		/* st is every caller's but for its umask, which this call does not use */
+	} else if (T.last_id != id || T.last_tid != tid) {
 		T.last_tid = 0;
 		r = read_status(tid, &len);
 		if (r < 0)
@@ -293,6 +343,8 @@ int creds_caller(pid_t tid, uint64_t id, unsigned flags)
 			return -EACCES;
 		T.last_id = id;
 		T.last_tid = tid;
+		if (flags & CREDS_FIXED)
+			fixed_note(st);
 	}
 	if (flags & CREDS_REAL) {
 		/* access(2): the real ids; the capabilities of the real uid (do_faccessat) */

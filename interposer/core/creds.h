@@ -20,7 +20,8 @@
  *     caller may claim (creds_send_claim()), which the kernel checks against us.
  *
  * The caller's credentials are read afresh on every call from /proc/<tid>/status (see
- * creds.c for why they are not cached), then applied only where they differ from what
+ * creds.c for why they are not cached; CREDS_FIXED below for the one run where nothing
+ * can change them), then applied only where they differ from what
  * the thread holds: a run of calls from the same caller costs one read and two capsets a
  * call, or the read alone for a run of continued opens, where the thread stays the
  * caller's from one call to the next (dispatch.c lazy_creds()).
@@ -33,6 +34,22 @@
 
 /* creds_caller() flags */
 #define CREDS_REAL (1u << 0) /* the caller's real ids, as access(2) without AT_EACCESS */
+/*
+ * The run's credentials cannot change (the caller says so: sup_ctx.creds_fixed) and the
+ * call needs no umask (it creates nothing): the ids, groups and capabilities of the last
+ * status this thread read stand for this caller's, without a read (about 10 us here).
+ * Why that holds: unnamespaced, the command drops every capability (bounding,
+ * inheritable, permitted, effective, ambient) and sets no_new_privs before it installs
+ * the filter, and no thread the filter covers can create a namespace (unshare, setns
+ * and CLONE_NEW* are refused). Without CAP_SETUID or CAP_SETGID a thread may only move
+ * its ids among its real, effective and saved ones, all one id when the run started
+ * with one (the supervisor's own, checked at start-up), and it cannot set groups; with
+ * no_new_privs and empty inheritable, bounding and ambient sets no exec gives any id or
+ * capability. So every thread that can notify holds what the first one held. Each
+ * status the thread does read is checked to match that shape and the ids it read
+ * before; the first that does not ends the shortcut for the thread.
+ */
+#define CREDS_FIXED (1u << 1)
 
 /* Once per notifier thread, before it serves anything: own fs_struct (umask), own
  * credentials recorded. -errno: the thread must not serve (it could only act as us). */

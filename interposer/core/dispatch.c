@@ -162,6 +162,33 @@ static int deep_base(struct sup_call *c, int64_t dirfd, const char **ret)
 	return 0;
 }
 
+/* CREDS_FIXED where the run's credentials cannot change (sup_ctx.creds_fixed) and the
+ * call creates nothing, so that the caller's umask, the one credential it may still
+ * change, plays no part: the stat family, access and readlink, and opens without O_CREAT
+ * or O_TMPFILE. */
+static unsigned fixed_creds(const struct sup_call *c)
+{
+	int flags;
+
+	if (!c->s->creds_fixed)
+		return 0;
+	switch (c->e->id) {
+	case SC_stat: case SC_lstat: case SC_newfstatat: case SC_statx:
+	case SC_access: case SC_faccessat: case SC_faccessat2:
+	case SC_readlink: case SC_readlinkat:
+		return CREDS_FIXED;
+	case SC_open:
+		flags = (int)ARG(c, 1);
+		break;
+	case SC_openat:
+		flags = (int)ARG(c, 2);
+		break;
+	default:
+		return 0;
+	}
+	return (flags & (O_CREAT | O_TMPFILE)) ? 0 : CREDS_FIXED;
+}
+
 /* Fill a vfs_caller for dirfd-relative path resolution. base_buf must outlive it.
  * From here on the thread acts with the caller's credentials (creds.h): the vfs
  * operation that follows is the caller's, and the kernel checks it as such. */
@@ -191,7 +218,7 @@ static int make_caller(struct sup_call *c, int64_t dirfd, const char *path, char
 		/* ENOTDIR: base NULL, and the vfs answers ENOTDIR for relative paths */
 		ret->base = r < 0 ? NULL : base;
 	}
-	return creds_caller(c->tid, c->req->id, 0);
+	return creds_caller(c->tid, c->req->id, fixed_creds(c));
 }
 
 static void set_result(struct sup_call *c, int r)
@@ -604,10 +631,27 @@ static void handle_openat2(struct sup_call *c)
 
 /* --- stat family ---------------------------------------------------------------------- */
 
+/* process_vm_writev checks ptrace access. Still acting for the caller, the thread holds a
+ * subset of our authority, which suffices unless the caller changed its ids or made
+ * itself non-dumpable (EPERM, which mem.c reports as EFAULT): then as ourselves. */
 static int write_back(struct sup_call *c, uint64_t addr, const void *buf, size_t len)
 {
-	creds_self(); /* process_vm_writev checks ptrace access: ours */
-	return mem_write(c->tid, addr, buf, len);
+	int r = mem_write(c->tid, addr, buf, len);
+
+	if (r == -EFAULT && creds_self())
+		r = mem_write(c->tid, addr, buf, len);
+	return r;
+}
+
+/* A path argument read while the thread may still act for an earlier caller (lazy_creds()):
+ * a refusal of that subset of our authority is read again as ourselves. */
+static int copy_path_lazy(struct sup_call *c, uint64_t addr, char *buf)
+{
+	int r = copy_path(c, addr, buf);
+
+	if (r == -EFAULT && creds_self())
+		r = copy_path(c, addr, buf);
+	return r;
 }
 
 /* fstat(fd)-style requests: AT_EMPTY_PATH with "" (or NULL for statx) name an fd, not a
@@ -618,7 +662,10 @@ static int stat_fd(struct sup_call *c, int64_t fd, struct stat *st)
 
 	if (fd_proc_path(c, fd, proc, sizeof(proc)) < 0)
 		return -EBADF;
-	if (stat(proc, st) < 0)
+	/* /proc/<tid>/fd is ours to read: a refusal of an earlier caller's authority that the
+	 * thread still acts with (lazy_creds()) is asked again as ourselves */
+	if (stat(proc, st) < 0 && (!(errno == EACCES || errno == EPERM) || !creds_self() ||
+				   stat(proc, st) < 0))
 		return errno == ENOENT ? -EBADF : negative_errno();
 	return 0;
 }
@@ -633,7 +680,7 @@ static void do_stat(struct sup_call *c, int64_t dirfd, uint64_t path_addr, uint6
 
 	if (c->s->audit)
 		sc_format_atflags((uint64_t)(unsigned)flags, c->flags_text, sizeof(c->flags_text));
-	r = copy_path(c, path_addr, c->path);
+	r = copy_path_lazy(c, path_addr, c->path);
 	if (r < 0)
 		return set_result(c, r);
 	if (!still_valid(c))
@@ -668,7 +715,7 @@ static void handle_statx(struct sup_call *c)
 	if (ARG(c, 1) == 0) {
 		c->path[0] = '\0'; /* Linux 6.11: statx(fd, NULL, AT_EMPTY_PATH) */
 	} else {
-		r = copy_path(c, ARG(c, 1), c->path);
+		r = copy_path_lazy(c, ARG(c, 1), c->path);
 		if (r < 0)
 			return set_result(c, r);
 	}
@@ -682,6 +729,8 @@ static void handle_statx(struct sup_call *c)
 			return set_result(c, -ENOENT);
 		if (fd_proc_path(c, dirfd, proc, sizeof(proc)) < 0)
 			return set_result(c, -EBADF);
+		/* ours to read, as in stat_fd() */
+		creds_self();
 		r = RET_NERRNO(statx(AT_FDCWD, proc, flags & ~(AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW),
 				     mask, &stx));
 		if (r == -ENOENT)
@@ -738,7 +787,8 @@ static void handle_access(struct sup_call *c, int64_t dirfd, uint64_t path, int 
 	if (prep_path(c, dirfd, path, c->path, base, &caller) < 0)
 		return;
 	/* access(2) asks for the real ids unless AT_EACCESS */
-	if (!(flags & AT_EACCESS) && (r = creds_caller(c->tid, c->req->id, CREDS_REAL)) < 0)
+	if (!(flags & AT_EACCESS) && (r = creds_caller(c->tid, c->req->id,
+						  CREDS_REAL | fixed_creds(c))) < 0)
 		return set_result(c, r);
 	r = vfs_access(c->s->vfs, &caller, c->path, mode, flags, &c->verdict);
 	set_result(c, r);
@@ -1892,15 +1942,31 @@ static void record(struct sup_call *c, uint64_t latency, const struct call_stack
 	audit_sys(c->s->audit, &a);
 }
 
+/* The stat family without --audit may start and end acting for a caller too: its handler
+ * reads the path and writes the result as ourselves wherever the caller's authority falls
+ * short (copy_path_lazy(), write_back(), stat_fd()), and after its answer nothing of ours
+ * is left to do but the reply, which no credential governs (no record, no stack). Two
+ * capset() calls saved of an emulated stat. */
+static bool lazy_stat(const struct sup_call *c)
+{
+	switch (c->e->id) {
+	case SC_stat: case SC_lstat: case SC_newfstatat: case SC_statx:
+		return !c->s->audit;
+	default:
+		return false;
+	}
+}
+
 /* The calls that may start, and end, still acting for a caller (see dispatch_one()):
- * open and openat, whose handler reads tracee memory as ourselves whenever the caller's
+ * the stat family (above), and open and openat, whose handler reads tracee memory as ourselves whenever the caller's
  * authority falls short. What --audit adds after a continued open reads nothing of the
  * caller's but its comm (read_comm() retries that as ourselves) and its ids (memory);
  * a stack would read its memory and maps, so --audit-stacks all takes our own first. */
 static bool lazy_creds(const struct sup_call *c)
 {
-	return (c->e->id == SC_open || c->e->id == SC_openat) &&
-	       !(c->s->audit && audit_wants_stacks(c->s->audit, AUDIT_CONTINUED));
+	return ((c->e->id == SC_open || c->e->id == SC_openat) &&
+		!(c->s->audit && audit_wants_stacks(c->s->audit, AUDIT_CONTINUED))) ||
+	       lazy_stat(c);
 }
 
 void dispatch_one(struct sup_ctx *s, const struct seccomp_notif *req, struct tracee_cache *tc)
@@ -1951,7 +2017,8 @@ void dispatch_one(struct sup_ctx *s, const struct seccomp_notif *req, struct tra
 	}
 
 	/* Every handler starts with our own authority, except open and openat, whose run of
-	 * continued calls may keep acting for the caller (below): two capset() calls a call
+	 * continued calls may keep acting for the caller (below), and the stat family
+	 * (lazy_stat()): two capset() calls a call
 	 * saved, about 4 us here. do_open() reads as ourselves wherever its caller's
 	 * authority falls short, and creds_caller() takes the next caller's credentials in
 	 * full whenever they differ from what the thread holds. */
@@ -1963,7 +2030,7 @@ void dispatch_one(struct sup_ctx *s, const struct seccomp_notif *req, struct tra
 	/* What follows is ours: the stack, the reply, the record. A continued open has
 	 * nothing of ours left to do but the SEND, which no credential governs, and its
 	 * record (lazy_creds()). */
-	if (!(lazy_creds(&c) && c.outcome == CALL_CONTINUE))
+	if (!(lazy_creds(&c) && (c.outcome == CALL_CONTINUE || lazy_stat(&c))))
 		creds_self();
 	proctrack_call(&c); /* ids and an exec's argv, read while the caller still waits */
 	stack_ns = capture_stack(&c, &stack);

@@ -1597,6 +1597,18 @@ static void write_outputs(struct run *R, int status)
 	out_close(&R->audit_out);
 }
 
+/* Whether the command, which inherits our ids (unnamespaced, spawn.c changes none), starts
+ * with one uid and one gid: then no thread of the run can ever hold another (creds.h,
+ * CREDS_FIXED). */
+static bool one_id(void)
+{
+	uid_t u[3];
+	gid_t g[3];
+
+	return getresuid(&u[0], &u[1], &u[2]) == 0 && getresgid(&g[0], &g[1], &g[2]) == 0 &&
+	       u[0] == u[1] && u[0] == u[2] && g[0] == g[1] && g[0] == g[2];
+}
+
 /*
  * Unnamespaced mode has no namespace to cover hidden content with; its one kernel wall
  * is Landlock. Where Landlock's read set can be carved to hold nothing the policy hides
@@ -1671,6 +1683,7 @@ int sup_run(struct sup_opts *o)
 		break;
 	}
 	R->ctx.arch = sc_native_arch();
+	R->ctx.creds_fixed = !R->ctx.namespaced && one_id();
 #if MOAT_TEST_HOOKS
 	{
 		/* MOAT_TEST_NOTIFY_DELAY=MS:SYSCALL,SYSCALL (escape tests only) */

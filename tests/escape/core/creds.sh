@@ -7,7 +7,7 @@
 # is the reference (setpriv dropping every capability).
 . "$MOAT_SRC/tests/lib/tap.sh"
 
-plan 22
+plan 26
 [ "$(id -u)" = 0 ] || skip_all "needs root: the cases need files of several owners"
 command -v python3 >/dev/null || skip_all "python3 is needed"
 command -v setpriv >/dev/null || skip_all "setpriv (util-linux) is needed"
@@ -24,6 +24,7 @@ setup() {
 	echo mine > w/mine && chmod 755 w/mine
 	mkdir w/pub && chmod 1777 w/pub
 	mkdir w/closed && chmod 755 w/closed
+	mkdir w/shut && touch w/shut/inside && chmod 000 w/shut           # root's, mode 000
 	cp probe.py w/probe.py
 }
 
@@ -48,6 +49,18 @@ try:
         os.setxattr(path, "security.capability", v)
     elif what == "create":
         open(path, "w").write("x")
+    elif what == "stat":
+        os.stat(path)
+    elif what == "umask":
+        # stats between umask changes: what a create is given must be the umask of its
+        # moment, not one a stat saw (creds.h, CREDS_FIXED)
+        for m, name in ((0o077, "u077"), (0o027, "u027"), (0o002, "u002")):
+            os.umask(m)
+            for _ in range(20):
+                os.stat(path)
+                os.access(path, os.R_OK)
+            open(os.path.join(path, name), "w").close()
+            os.mkdir(os.path.join(path, name + "d"))
     elif what == "nodump":
         # non-dumpable: its /proc entries are root's and only a ptrace-capable reader
         # gets in, so the supervisor must read them as itself, not as this caller
@@ -58,6 +71,10 @@ try:
         for i in range(100):
             os.close(os.open(os.path.join(path, "mine"), os.O_RDONLY))
             os.close(os.open("mine", os.O_RDONLY, dir_fd=d))
+            # stats too: their answer is written into this caller's memory
+            if os.stat(os.path.join(path, "mine")).st_size != 5 or \
+               os.stat("mine", dir_fd=d).st_size != 5:
+                raise OSError(5, "stat")
     print("ok")
 except OSError as e:
     print(os.strerror(e.errno))
@@ -106,7 +123,7 @@ for mode in namespaced unnamespaced; do
 	ok $? "$mode: every supervisor thread runs under its own filter without admin capabilities" \
 		"$st $bad"
 	if ! capless_sandbox $mode; then
-		for i in 1 2 3 4 5 6 7 8 9 10; do
+		for i in 1 2 3 4 5 6 7 8 9 10 11 12; do
 			skip "$mode: confused deputy case $i" "the sandbox's root holds file capabilities in this mode"
 		done
 		continue
@@ -123,6 +140,23 @@ for mode in namespaced unnamespaced; do
 	out=$(in_sandbox $mode python3 probe.py access zero; echo "rc=$?")
 	[ "$out" = "$ref" ]
 	ok $? "$mode: access(R_OK) of a mode-000 file answers as natively ($ref)" "sandbox: $out"
+
+	# stat below a mode-000 directory needs CAP_DAC_READ_SEARCH, which the caller
+	# lacks and the supervisor holds
+	ref=$(cd w && capless python3 probe.py stat shut/inside)
+	out=$(in_sandbox $mode python3 probe.py stat shut/inside)
+	[ "$out" = "$ref" ] && [ "$out" = "Permission denied" ]
+	ok $? "$mode: a capless root cannot stat below a mode-000 directory (native: $ref)" \
+		"sandbox: $out"
+
+	# the umask of each create, with stats in between (unnamespaced: the stats take the
+	# run's fixed credentials without reading the caller's status, creates do not)
+	rm -rf w/um && mkdir w/um
+	out=$(in_sandbox $mode python3 probe.py umask "$PWD/w/um")
+	got=$(cd w/um && stat -c %n=%a u077 u077d u027 u027d u002 u002d 2>&1 | tr '\n' ' ')
+	[ "$out" = ok ] && [ "$got" = "u077=600 u077d=700 u027=640 u027d=750 u002=664 u002d=775 " ]
+	ok $? "$mode: each create takes the umask of its moment, stats in between" \
+		"sandbox: $out; host: $got"
 
 	# chown to another uid needs CAP_CHOWN: the host file keeps its owner
 	out=$(in_sandbox $mode python3 probe.py chown mine)
@@ -171,17 +205,17 @@ except OSError: print("none")' w/mine)
 		ok $? "$mode: a file 65534 creates belongs to 65534 on the host" \
 			"sandbox: $out; host: $(stat -c %u:%g w/pub/by-nobody 2>&1)"
 
-		# A run of continued opens leaves the notifier thread acting for its caller
-		# (dispatch.c lazy_creds()); what it reads of the caller's /proc must still
+		# A run of continued opens or emulated stats leaves the notifier thread acting
+		# for its caller (dispatch.c lazy_creds()); what it reads of the caller's /proc must still
 		# be read with the supervisor's own authority.
 		out=$(in_sandbox $mode setpriv --reuid=65534 --regid=65534 --clear-groups \
 			python3 probe.py nodump "$PWD/w")
 		[ "$out" = ok ]
-		ok $? "$mode: a non-dumpable 65534 opens files by path and by dirfd" "sandbox: $out"
+		ok $? "$mode: a non-dumpable 65534 opens and stats files by path and by dirfd" "sandbox: $out"
 	else
 		out=$(in_sandbox $mode python3 probe.py nodump "$PWD/w")
 		[ "$out" = ok ]
-		ok $? "$mode: a non-dumpable caller opens files by path and by dirfd" "sandbox: $out"
+		ok $? "$mode: a non-dumpable caller opens and stats files by path and by dirfd" "sandbox: $out"
 		for c in create-closed read-rootonly create-owner; do
 			skip "$mode: 65534 case $c" "unnamespaced mode has no other ids to take"
 		done
