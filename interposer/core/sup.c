@@ -590,6 +590,7 @@ static void on_sync(struct run *R)
 			R->ctx.continue_ro_opens = false;
 			R->ctx.continue_unix = false;
 			R->ctx.continue_denied_opens = false;
+			R->ctx.continue_writes = false;
 			R->open_path = "emulated";
 			log_info("every call by name is emulated in this run: the trees the hide "
 				 "rules' globs can match in hold more than %u entries, or a path "
@@ -1760,6 +1761,14 @@ int sup_run(struct sup_opts *o)
 			atomic_store(&R->ctx.comm_nocache, true);
 			log_info("creates, removes, write opens and execs: native, links "
 				 "and renames checked (no change set asked for)");
+		} else if (fk == SUP_FILTER_NAMESPACED && o->audit_path && R->ctx.continue_ro_opens &&
+			   !o->report_path && !o->cow && !o->verbose && R->feat.landlock_abi > 0 &&
+			   !maps_ptmx(o->vfs)) {
+			/* The same conditions, but --audit records every call: they stay
+			 * trapped, and are checked, recorded and continued (ctx.h). */
+			R->ctx.continue_writes = true;
+			log_info("creates, removes, write opens and execs: checked, recorded and "
+				 "continued (the kernel's view refuses what the policy refuses)");
 		} else if (R->ctx.namespaced) {
 			log_info("creates, removes and write opens: performed by moat, "
 				 "execs checked (%s)", fk == SUP_FILTER_NATIVE_OPEN ?
