@@ -494,6 +494,8 @@ static void take_listener(struct run *R, pid_t from, int remote_fd)
 		/* No exec stop to seize it for; the listener is ours, it may go on. */
 		if (sync_send_fd(R->syncfd, SYNC_EXEC_FD, 0, -1) < 0)
 			log_debug("cannot let the command go on: %s", strerror(errno));
+	} else if (R->ctx.continue_writes) {
+		/* its execs are checked and continued with no exec stop (ctx.h) */
 	} else {
 		r = exectrace_seize_early(&R->ctx, from, pidfd);
 		if (r < 0)
@@ -739,7 +741,7 @@ static void hand_over_exec(struct run *R, char *const *argv)
 		return;
 	R->exec_handed = true;
 	fd = firstexec_open(&R->ctx, R->ctx.cmd_host_pid, argv, R->cmd_envp, R->cmd_cwd);
-	if (fd < 0 && R->cmd_pidfd >= 0) {
+	if (fd < 0 && R->cmd_pidfd >= 0 && !R->ctx.continue_writes) {
 		r = exectrace_seize_early(&R->ctx, R->ctx.cmd_host_pid, R->cmd_pidfd);
 		if (r < 0)
 			log_debug("the command (pid %d) is seized at its exec instead: %s",
