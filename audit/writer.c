@@ -34,6 +34,12 @@
 #define DEFAULT_BUFFER_BYTES ((size_t)4 << 20)
 #define DEFAULT_FRAME_BYTES ((size_t)256 << 10)
 #define DEFAULT_FRAME_MS 1000u
+/* Level 1 with a window no wider than a default frame: a frame is compressed on its own,
+ * so a longer window finds nothing more, and level 3's tables (768 KiB, zeroed at every
+ * frame start, and a 2 MiB window) cost a short run more than its whole stream. On a
+ * tar run's records level 1 writes 2% more bytes than level 3 (bench/RESULTS.md). */
+#define DEFAULT_ZSTD_LEVEL 1
+#define ZSTD_WINDOW_LOG 18
 #define TOTAL_SLOTS 512
 #define TOTAL_NAME 32
 
@@ -726,7 +732,8 @@ int audit_writer_open_fd(int fd, const struct audit_opts *opts, struct audit_wri
 	if (ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1)) ||
 	    ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel,
 						opts && opts->zstd_level ? opts->zstd_level :
-									   ZSTD_CLEVEL_DEFAULT))) {
+									   DEFAULT_ZSTD_LEVEL)) ||
+	    ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_windowLog, ZSTD_WINDOW_LOG))) {
 		r = -EINVAL;
 		goto fail;
 	}

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -246,6 +247,10 @@ static int open_once(const struct vfs *v, const struct vfs_caller *c, const char
 		r = vfs__walk_policy(v, &w, VFS_WANT_CREATE, verdict);
 		if (r < 0)
 			return r;
+		if (decide_only) { /* the kernel creates it (vfs_open_decide_write()) */
+			vfs__change_note(v, VFS_CHANGE_CREATED, w.vpath, NULL);
+			return VFS_OPEN_KERNEL;
+		}
 		/* O_EXCL always: if a name appeared since the walk (maybe a symlink), walk
 		 * again rather than open whatever it is */
 		fd = openat(w.dirfd, w.hname,
@@ -278,9 +283,14 @@ static int open_once(const struct vfs *v, const struct vfs_caller *c, const char
 	                     verdict);
 	if (r < 0)
 		return r;
-	if (decide_only)
-		return S_ISREG(w.st.st_mode) || S_ISDIR(w.st.st_mode) ? VFS_OPEN_KERNEL
-								      : VFS_OPEN_SUPERVISOR;
+	if (decide_only && !S_ISREG(w.st.st_mode) && !S_ISDIR(w.st.st_mode))
+		return VFS_OPEN_SUPERVISOR;
+	if (decide_only) {
+		/* the note vfs_open_nowait() leaves below, for the open the kernel makes */
+		if (writes && S_ISREG(w.st.st_mode) && w.st.st_nlink > 0 && !w.own_object)
+			vfs__change_note(v, VFS_CHANGE_WRITTEN, w.vpath, NULL);
+		return VFS_OPEN_KERNEL;
+	}
 	if (!(flags & O_PATH) && (r = open_ctty(v, c, &w, flags, mode, verdict)) != 0)
 		return r;
 	if ((r = open_fifo_nowait(v, &w, flags, ret_wait, verdict)) != 0)
@@ -328,6 +338,16 @@ _public_ int vfs_open_decide(const struct vfs *v, const struct vfs_caller *c, co
 
 	if ((flags & O_ACCMODE) != O_RDONLY || (flags & (O_CREAT | O_TRUNC | O_PATH)) ||
 	    (flags & O_TMPFILE) == O_TMPFILE)
+		return VFS_OPEN_SUPERVISOR;
+	return open_once(v, c, path, flags, 0, 0, verdict, &retry, NULL, true);
+}
+
+_public_ int vfs_open_decide_write(const struct vfs *v, const struct vfs_caller *c,
+                                   const char *path, int flags, struct vfs_verdict *verdict)
+{
+	bool retry;
+
+	if ((flags & O_PATH) || (flags & O_TMPFILE) == O_TMPFILE)
 		return VFS_OPEN_SUPERVISOR;
 	return open_once(v, c, path, flags, 0, 0, verdict, &retry, NULL, true);
 }
@@ -543,6 +563,19 @@ _public_ int vfs_mkdir(const struct vfs *v, const struct vfs_caller *c, const ch
 	return 0;
 }
 
+_public_ int vfs_mkdir_decide(const struct vfs *v, const struct vfs_caller *c, const char *path,
+                              struct vfs_verdict *verdict)
+{
+	_cleanup_walk_ struct vfs__walk w = { .dirfd = -1, .fd = -1 };
+	int r;
+
+	r = walk_new_entry(v, c, path, &w, verdict);
+	if (r < 0)
+		return r;
+	vfs__change_note(v, VFS_CHANGE_CREATED, w.vpath, NULL);
+	return 0;
+}
+
 _public_ int vfs_mknod(const struct vfs *v, const struct vfs_caller *c, const char *path,
                        mode_t mode, dev_t dev, struct vfs_verdict *verdict)
 {
@@ -566,8 +599,38 @@ _public_ int vfs_mknod(const struct vfs *v, const struct vfs_caller *c, const ch
 	return 0;
 }
 
-_public_ int vfs_unlink(const struct vfs *v, const struct vfs_caller *c, const char *path,
-                        int flags, struct vfs_verdict *verdict)
+/* A removal the kernel is to make, decided here: the errors it would give on the walk's
+ * object that no rule gives (a directory unlinked, a file rmdir'ed, a directory with
+ * entries), so that the change set is not told of a removal that fails. A directory
+ * filled after this check fails in the kernel after all, and stays in the change set as
+ * removed: only the run's own race does that. */
+static int removal_errno(const struct vfs *v, const struct vfs__walk *w, int flags)
+{
+	char buf[1024];
+	int fd, r = 0;
+	long n;
+
+	if (!(flags & AT_REMOVEDIR))
+		return S_ISDIR(w->st.st_mode) ? -EISDIR : 0;
+	if (!S_ISDIR(w->st.st_mode))
+		return -ENOTDIR;
+	fd = vfs__reopen(v, w->fd, O_RDONLY | O_DIRECTORY);
+	if (fd < 0)
+		return fd;
+	while (r == 0 && (n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0)
+		for (long off = 0; off < n && r == 0;) {
+			const struct linux_dirent64 *d = (const void *)(buf + off);
+
+			if (!streq(d->d_name, ".") && !streq(d->d_name, ".."))
+				r = -ENOTEMPTY;
+			off += d->d_reclen;
+		}
+	close(fd);
+	return r;
+}
+
+static int unlink_once(const struct vfs *v, const struct vfs_caller *c, const char *path,
+                       int flags, struct vfs_verdict *verdict, bool decide_only)
 {
 	_cleanup_walk_ struct vfs__walk w = { .dirfd = -1, .fd = -1 };
 	int r;
@@ -593,10 +656,24 @@ _public_ int vfs_unlink(const struct vfs *v, const struct vfs_caller *c, const c
 	r = vfs__walk_policy(v, &w, VFS_WANT_CREATE, verdict);
 	if (r < 0)
 		return r;
-	if (unlinkat(w.dirfd, w.hname, flags) < 0)
+	if (decide_only && (r = removal_errno(v, &w, flags)) < 0)
+		return ret_err(verdict, r);
+	if (!decide_only && unlinkat(w.dirfd, w.hname, flags) < 0)
 		return ret_err(verdict, negative_errno());
 	vfs__change_note(v, VFS_CHANGE_DELETED, w.vpath, NULL);
 	return 0;
+}
+
+_public_ int vfs_unlink(const struct vfs *v, const struct vfs_caller *c, const char *path,
+                        int flags, struct vfs_verdict *verdict)
+{
+	return unlink_once(v, c, path, flags, verdict, false);
+}
+
+_public_ int vfs_unlink_decide(const struct vfs *v, const struct vfs_caller *c, const char *path,
+                               int flags, struct vfs_verdict *verdict)
+{
+	return unlink_once(v, c, path, flags, verdict, true);
 }
 
 /*

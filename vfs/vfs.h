@@ -315,6 +315,13 @@ int vfs_open_nowait(const struct vfs *v, const struct vfs_caller *c, const char 
 enum { VFS_OPEN_KERNEL = 0, VFS_OPEN_SUPERVISOR = 1 };
 int vfs_open_decide(const struct vfs *v, const struct vfs_caller *c, const char *path, int flags,
                     struct vfs_verdict *verdict);
+/* The same for an open of any flags but O_PATH and O_TMPFILE (those answer
+ * VFS_OPEN_SUPERVISOR), where the kernel's own view refuses every write the policy refuses
+ * (docs/threat-model.md, "Native creates"): VFS_OPEN_KERNEL for an allowed regular file or
+ * directory, or a name to create, which the change set then holds as created or written
+ * (noted at the decision: the kernel's open may still fail). */
+int vfs_open_decide_write(const struct vfs *v, const struct vfs_caller *c, const char *path,
+                          int flags, struct vfs_verdict *verdict);
 
 /* stat family: flags are AT_SYMLINK_NOFOLLOW / AT_NO_AUTOMOUNT (AT_EMPTY_PATH with an
  * empty path is handled by the interposer on the tracee's fd, not here). */
@@ -334,6 +341,13 @@ int vfs_mkdir(const struct vfs *v, const struct vfs_caller *c, const char *path,
               struct vfs_verdict *verdict);
 int vfs_mknod(const struct vfs *v, const struct vfs_caller *c, const char *path, mode_t mode,
               dev_t dev, struct vfs_verdict *verdict);
+/* vfs_mkdir() and vfs_unlink() decided but not performed, for the kernel to perform in
+ * a view that refuses what the policy refuses (vfs_open_decide_write()): 0 when
+ * allowed, the change noted at the decision; -errno as those would answer. */
+int vfs_mkdir_decide(const struct vfs *v, const struct vfs_caller *c, const char *path,
+                     struct vfs_verdict *verdict);
+int vfs_unlink_decide(const struct vfs *v, const struct vfs_caller *c, const char *path,
+                      int flags, struct vfs_verdict *verdict);
 /* flags: 0 or AT_REMOVEDIR */
 int vfs_unlink(const struct vfs *v, const struct vfs_caller *c, const char *path, int flags,
                struct vfs_verdict *verdict);

@@ -72,6 +72,12 @@ struct sup_ctx {
 	 * too, so that the program gets the errno the kernel's view gives it natively (the
 	 * stub's EPERM, ENOENT below a hidden directory), reported here once */
 	bool continue_denied_opens;
+	/* --audit where nothing else asks for moat's own creates (no --report, --cow or
+	 * -v), with continue_ro_opens, Landlock and no /dev/ptmx mapped: the conditions in
+	 * which the kernel's view refuses every write the policy refuses (docs/threat-model.md,
+	 * "Native creates"). Creates, write opens, mkdir, rmdir, unlink and exec are then
+	 * checked, recorded and continued instead of performed (or seized, for exec). */
+	bool continue_writes;
 	/* the threads whose continued denied open was reported and is to meet a stub:
 	 * the stub watcher leaves that event unreported (stubwatch_expect()) */
 	atomic_int stub_expected[64];

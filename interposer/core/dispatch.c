@@ -10,7 +10,8 @@
  * a plain return value. CONTINUE is answered for a read-only open in namespaced mode,
  * or unnamespaced inside Landlock's carved read set (may_continue_open()), for exec
  * (what the kernel then executes is checked before it runs, see exectrace.c; native
- * where creates are), chdir (grants nothing by
+ * where creates are), for creates, write opens, mkdir, rmdir, unlink and exec under
+ * --audit where they would be native without it (continue_writes), chdir (grants nothing by
  * itself: every later relative path is resolved from the canonical cwd again),
  * personality and the syscalls that name a pid (decided on registers, not on memory).
  */
@@ -493,6 +494,15 @@ static bool may_continue_open(const struct sup_call *c)
 	return c->s->continue_ro_opens && c->e->id != SC_openat2;
 }
 
+/* With continue_writes, an open of any flags is decided and continued as a read-only
+ * one is, but for a create asking for a set-id mode, which moat makes without those bits
+ * (vfs.c CREATE_MODE_MASK): the kernel would keep them. */
+static bool may_continue_write(const struct sup_call *c, int flags, mode_t mode)
+{
+	return c->s->continue_writes &&
+	       !((flags & (O_CREAT | O_TMPFILE)) && (mode & (S_ISUID | S_ISGID)));
+}
+
 /*
  * A denied read-only open, continued (continue_denied_opens): the kernel answers it in
  * the sandbox's view, as it answers the native open of a run without -v, and this is
@@ -551,13 +561,17 @@ static void do_open(struct sup_call *c, int64_t dirfd, uint64_t path_addr, int f
 	r = make_caller(c, dirfd, (resolve & (RESOLVE_IN_ROOT | RESOLVE_BENEATH)) ? "." : c->path,
 			base, &caller);
 	if (r >= 0 && continuing) {
-		/* decided without opening: the kernel opens it */
-		r = vfs_open_decide(c->s->vfs, &caller, c->path, flags, &c->verdict);
+		/* decided without opening: the kernel opens it (or creates it) */
+		r = may_continue_write(c, flags, mode) ?
+			    vfs_open_decide_write(c->s->vfs, &caller, c->path, flags, &c->verdict) :
+			    vfs_open_decide(c->s->vfs, &caller, c->path, flags, &c->verdict);
 		/* unnamespaced: only where Landlock grants reads, none of them hidden */
 		if (r == VFS_OPEN_KERNEL && c->s->readset &&
 		    !ll_readset_has(c->s->readset, c->verdict.vpath))
 			r = VFS_OPEN_SUPERVISOR;
 		if (r == VFS_OPEN_KERNEL) {
+			if ((flags & O_ACCMODE) != O_RDONLY && names_comm(c->verdict.vpath))
+				atomic_store(&c->s->comm_nocache, true); /* see read_comm() */
 			c->outcome = CALL_CONTINUE;
 			c->id_unchecked = true;
 			return;
@@ -814,6 +828,16 @@ static void handle_readlink(struct sup_call *c, int64_t dirfd, uint64_t path, ui
 	set_result(c, r);
 }
 
+/* continue_writes: an allowed call is the kernel's to perform in the caller's view,
+ * which refuses whatever a path swapped since the check could name and the policy
+ * refuses (ctx.h); a refused one is answered here. */
+static void continue_if_allowed(struct sup_call *c, int r)
+{
+	if (r < 0)
+		return set_result(c, r);
+	c->outcome = CALL_CONTINUE;
+}
+
 static void handle_mkdir(struct sup_call *c, int64_t dirfd, uint64_t path, mode_t mode)
 {
 	char base[PATH_MAX];
@@ -821,6 +845,9 @@ static void handle_mkdir(struct sup_call *c, int64_t dirfd, uint64_t path, mode_
 
 	if (prep_path(c, dirfd, path, c->path, base, &caller) < 0)
 		return;
+	if (c->s->continue_writes)
+		return continue_if_allowed(c, vfs_mkdir_decide(c->s->vfs, &caller, c->path,
+								&c->verdict));
 	set_result(c, vfs_mkdir(c->s->vfs, &caller, c->path, mode, &c->verdict));
 }
 
@@ -841,6 +868,9 @@ static void handle_unlink(struct sup_call *c, int64_t dirfd, uint64_t path, int 
 
 	if (prep_path(c, dirfd, path, c->path, base, &caller) < 0)
 		return;
+	if (c->s->continue_writes)
+		return continue_if_allowed(c, vfs_unlink_decide(c->s->vfs, &caller, c->path, flags,
+								 &c->verdict));
 	set_result(c, vfs_unlink(c->s->vfs, &caller, c->path, flags, &c->verdict));
 }
 
@@ -1379,6 +1409,16 @@ static void handle_exec(struct sup_call *c, int64_t dirfd, uint64_t path, int fl
 		return set_result(c, r);
 	have_st = true;
 watch:
+	if (c->s->continue_writes) {
+		/* as a native exec: the kernel resolves the program and its interpreters in
+		 * the covered view, under Landlock's execute right, so an exec stop has
+		 * nothing to catch (docs/threat-model.md, "Native creates") */
+		if (!still_valid(c))
+			return set_result(c, -ESRCH);
+		comm_changes(c);
+		c->outcome = CALL_CONTINUE;
+		return;
+	}
 	r = exectrace_watch(c->s, c->tid, have_st ? &st : NULL, &c->exec_token);
 	if (r == -ESRCH)
 		return set_result(c, r);

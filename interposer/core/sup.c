@@ -505,6 +505,8 @@ static void take_listener(struct run *R, pid_t from, int remote_fd)
 		/* No exec stop to seize it for; the listener is ours, it may go on. */
 		if (sync_send_fd(R->syncfd, SYNC_EXEC_FD, 0, -1) < 0)
 			log_debug("cannot let the command go on: %s", strerror(errno));
+	} else if (R->ctx.continue_writes) {
+		/* its execs are checked and continued with no exec stop (ctx.h) */
 	} else {
 		r = exectrace_seize_early(&R->ctx, from, pidfd);
 		if (r < 0)
@@ -601,6 +603,7 @@ static void on_sync(struct run *R)
 			R->ctx.continue_ro_opens = false;
 			R->ctx.continue_unix = false;
 			R->ctx.continue_denied_opens = false;
+			R->ctx.continue_writes = false;
 			R->open_path = "emulated";
 			log_info("every call by name is emulated in this run: the trees the hide "
 				 "rules' globs can match in hold more than %u entries, or a path "
@@ -749,7 +752,7 @@ static void hand_over_exec(struct run *R, char *const *argv)
 		return;
 	R->exec_handed = true;
 	fd = firstexec_open(&R->ctx, R->ctx.cmd_host_pid, argv, R->cmd_envp, R->cmd_cwd);
-	if (fd < 0 && R->cmd_pidfd >= 0) {
+	if (fd < 0 && R->cmd_pidfd >= 0 && !R->ctx.continue_writes) {
 		r = exectrace_seize_early(&R->ctx, R->ctx.cmd_host_pid, R->cmd_pidfd);
 		if (r < 0)
 			log_debug("the command (pid %d) is seized at its exec instead: %s",
@@ -1791,6 +1794,14 @@ int sup_run(struct sup_opts *o)
 			atomic_store(&R->ctx.comm_nocache, true);
 			log_info("creates, removes, write opens and execs: native, links "
 				 "and renames checked (no change set asked for)");
+		} else if (fk == SUP_FILTER_NAMESPACED && o->audit_path && R->ctx.continue_ro_opens &&
+			   !o->report_path && !o->cow && !o->verbose && R->feat.landlock_abi > 0 &&
+			   !maps_ptmx(o->vfs)) {
+			/* The same conditions, but --audit records every call: they stay
+			 * trapped, and are checked, recorded and continued (ctx.h). */
+			R->ctx.continue_writes = true;
+			log_info("creates, removes, write opens and execs: checked, recorded and "
+				 "continued (the kernel's view refuses what the policy refuses)");
 		} else if (R->ctx.namespaced) {
 			log_info("creates, removes and write opens: performed by moat, "
 				 "execs checked (%s)", fk == SUP_FILTER_NATIVE_OPEN ?

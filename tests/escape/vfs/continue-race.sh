@@ -23,7 +23,7 @@
 . "$MOAT_SRC/tests/live/vfs/lib.sh"
 : "${TOCTOU:?TOCTOU must point at the fixture (meson sets it)}"
 
-plan 19
+plan 21
 mkdir "$TMP/cwd"
 W=$(mktemp -d "$TMP/ws.XXXXXX")
 echo ALLOWED >"$W/okay"
@@ -38,7 +38,7 @@ for d in /usr /bin /lib /lib64; do [ -e "$d" ] && sys+=(--ro-bind "$d"); done
 map=(--profile none "${sys[@]}" --bind "$W:/workspace" --chdir /workspace)
 
 if ! have_mode namespaced; then
-	for i in $(seq 19); do skip "namespaced case $i" "moat cannot start in namespaced mode here"; done
+	for i in $(seq 21); do skip "namespaced case $i" "moat cannot start in namespaced mode here"; done
 	finish
 fi
 
@@ -84,12 +84,12 @@ R=$(mktemp -d "$TMP/ro.XXXXXX")
 echo ALLOWED >"$R/okay"
 echo HIDDEN >"$R/.env"
 echo HIDDEN >"$W/.env"
-dflt() { # dflt [OPTIONS...] -- ALLOWED HIDDEN N, under the default profile
+dflt() { # dflt [OPTIONS...] -- ALLOWED HIDDEN N [rw], under the default profile
 	local opts=() out
 	while [ "$1" != -- ]; do opts+=("$1"); shift; done
 	shift
 	out=$(cd "$TMP/cwd" && "$MOAT" run -q --bind "$W:/workspace" --ro-bind "$R:/ro" \
-		"${opts[@]}" -- /workspace/toctou "$1" "$2" "$3" 2>&1)
+		"${opts[@]}" -- /workspace/toctou "$@" 2>&1)
 	echo "$out"
 }
 out=$(dflt -- /ro/okay /ro/.env 50000)
@@ -101,6 +101,11 @@ ok $? "namespaced, default profile: a .env in the workspace is never read ($out)
 out=$(dflt --audit "$TMP/race.audit" -- /workspace/okay /workspace/.env 50000)
 echo "$out" | grep -qE '^allowed=[1-9][0-9]* hidden=0 '
 ok $? "namespaced, default profile, --audit (opens continued too): the .env is never read ($out)"
+# --audit continues write opens as well (nothing else asks for moat's own creates):
+# an O_RDWR open swapped to the .env meets its stub, a read-only bind.
+out=$(dflt --audit "$TMP/race.audit" -- /workspace/okay /workspace/.env 50000 rw)
+echo "$out" | grep -qE '^allowed=[1-9][0-9]* hidden=0 ' && grep -qx HIDDEN "$W/.env"
+ok $? "namespaced, default profile, --audit, O_RDWR opens continued: the .env is neither read nor changed ($out)"
 
 # Native read-only opens (root: fanotify marks on the stubs): the kernel walks the
 # swapped path itself, with no check before; the covered namespace is all there is.
@@ -113,7 +118,7 @@ else
 fi
 
 if ! grep -q '^#define MOAT_TEST_HOOKS 1' "$MOAT_BUILD/moat-config.h" 2>/dev/null; then
-	for i in $(seq 9); do skip "control or budget case $i" "a build without test_hooks"; done
+	for i in $(seq 10); do skip "control or budget case $i" "a build without test_hooks"; done
 	finish
 fi
 # The continued opens of a run without the marks (as started by another user).
@@ -149,6 +154,9 @@ ok $? "control: default profile, without the covering the read-only mapping's .e
 out=$(MOAT_TEST_SKIP_COVER=1 dflt --audit "$TMP/race2.audit" -- /workspace/okay /workspace/.env 50000)
 echo "$out" | grep -qE 'hidden=[1-9]'
 ok $? "control: --audit continues opens, and without the covering the .env is read ($out)"
+out=$(MOAT_TEST_SKIP_COVER=1 dflt --audit "$TMP/race2.audit" -- /workspace/okay /workspace/.env 50000 rw)
+echo "$out" | grep -qE 'hidden=[1-9]'
+ok $? "control: --audit continues O_RDWR opens, and without the covering the .env is read ($out)"
 # A covering over its budget stops early and leaves matches uncovered: every call by
 # name goes back to the supervisor then, and the race finds nothing.
 out=$(MOAT_TEST_COVER_BUDGET=1 dflt -- /ro/okay /ro/.env 50000)

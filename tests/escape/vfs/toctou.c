@@ -5,7 +5,10 @@
  * A supervisor that checked one copy of the path and opened another would sooner or
  * later hand us the hidden file; we tell which file we got by its content.
  *
- * usage: toctou ALLOWED HIDDEN [N]   (both paths of equal length)
+ * usage: toctou ALLOWED HIDDEN [N [rw]]   (both paths of equal length)
+ * rw: the opens are O_RDWR, which --audit checks and continues like a read-only one
+ * (creates and write opens, docs/threat-model.md "Native creates"); a stub meets its
+ * read-only bind (EROFS, counted as other).
  * prints: "allowed=A hidden=H enoent=E other=O" and exits 0 iff hidden == 0 and A > 0.
  */
 #include <errno.h>
@@ -41,10 +44,11 @@ static void *flipper(void *unused)
 int main(int argc, char **argv)
 {
 	long n = argc > 3 ? atol(argv[3]) : 100000, allowed = 0, hidden = 0, enoent = 0, other = 0;
+	int oflags = argc > 4 && strcmp(argv[4], "rw") == 0 ? O_RDWR : O_RDONLY;
 	pthread_t t;
 
 	if (argc < 3 || strlen(argv[1]) != strlen(argv[2]) || strlen(argv[1]) >= sizeof(path)) {
-		fprintf(stderr, "usage: toctou ALLOWED HIDDEN [N] (paths of equal length)\n");
+		fprintf(stderr, "usage: toctou ALLOWED HIDDEN [N [rw]] (paths of equal length)\n");
 		return 2;
 	}
 	strcpy(a, argv[1]);
@@ -54,7 +58,7 @@ int main(int argc, char **argv)
 		return 2;
 	for (long i = 0; i < n; i++) {
 		char buf[64] = { 0 };
-		int fd = openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+		int fd = openat(AT_FDCWD, path, oflags | O_CLOEXEC);
 
 		if (fd < 0) {
 			if (errno == ENOENT)

@@ -376,6 +376,37 @@ static void test_threads(void **state)
 	assert_int_equal(count_fds(), before);
 }
 
+/* make_vfs(), with a FIFO at /rw/fifo */
+static struct vfs *make_vfs_fifo(void)
+{
+	char h[PATH_MAX];
+
+	hpath(h, sizeof(h), "rw/fifo");
+	assert_int_equal(mkfifo(h, 0644), 0);
+	return make_vfs();
+}
+
+/* A decision d (verdict vd) against the open o made (vo): the same refusal, or
+ * VFS_OPEN_KERNEL exactly where the open handed over a regular file or a directory.
+ * Closes o. */
+static void same_open_answer(int o, const struct vfs_verdict *vo, int d,
+                             const struct vfs_verdict *vd)
+{
+	struct stat st;
+
+	if (o < 0) {
+		assert_int_equal(d, o);
+		assert_int_equal(vd->err, vo->err);
+		assert_int_equal(vd->denied, vo->denied);
+	} else {
+		assert_int_equal(fstat(o, &st), 0);
+		close(o);
+		assert_int_equal(d, S_ISREG(st.st_mode) || S_ISDIR(st.st_mode) ? VFS_OPEN_KERNEL
+		                                                                : VFS_OPEN_SUPERVISOR);
+	}
+	assert_string_equal(vd->vpath, vo->vpath);
+}
+
 /* vfs_open_decide() walks with VFS__STATONLY (no fd of the last object): for every path
  * and flag set it must give the answer vfs_open() gives, the same errno and verdict on a
  * refusal, VFS_OPEN_KERNEL exactly where vfs_open() would hand over a regular file or a
@@ -393,35 +424,75 @@ static void test_open_decide_equivalence(void **state)
 		O_RDONLY, O_RDONLY | O_DIRECTORY, O_RDONLY | O_NOFOLLOW, O_RDONLY | O_CLOEXEC,
 	};
 	int before = count_fds();
-	struct vfs *v = make_vfs();
-	char h[PATH_MAX];
+	struct vfs *v = make_vfs_fifo();
 
 	(void)state;
-	hpath(h, sizeof(h), "rw/fifo");
-	assert_int_equal(mkfifo(h, 0644), 0);
 	/* twice: the second round goes through the cache */
 	for (int round = 0; round < 2; round++)
 		for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
 			for (size_t j = 0; j < sizeof(flags) / sizeof(flags[0]); j++) {
 				struct vfs_verdict vo, vd;
-				struct stat st;
 				/* O_NONBLOCK: a FIFO's open must not wait for a writer here */
 				int o = vfs_open(v, &C, paths[i], flags[j] | O_NONBLOCK, 0, 0, &vo);
 				int d = vfs_open_decide(v, &C, paths[i], flags[j], &vd);
 
-				if (o < 0) {
-					assert_int_equal(d, o);
-					assert_int_equal(vd.err, vo.err);
-					assert_int_equal(vd.denied, vo.denied);
-				} else {
-					assert_int_equal(fstat(o, &st), 0);
-					close(o);
-					assert_int_equal(d, S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)
-					                            ? VFS_OPEN_KERNEL
-					                            : VFS_OPEN_SUPERVISOR);
-				}
-				assert_string_equal(vd.vpath, vo.vpath);
+				same_open_answer(o, &vo, d, &vd);
 			}
+	vfs_free(v);
+	assert_int_equal(count_fds(), before);
+}
+
+/* vfs_open_decide_write(), vfs_mkdir_decide() and vfs_unlink_decide() (the checks of the
+ * calls --audit continues, ctx.h continue_writes) decide as vfs_open(), vfs_mkdir() and
+ * vfs_unlink() do, on the same tree, without touching it: each is asked first, then the
+ * call is made, and the two answers compared (the same errno and verdict on a refusal,
+ * VFS_OPEN_KERNEL or 0 where the call succeeds on a regular file or a directory). */
+static void test_write_decide_equivalence(void **state)
+{
+	static const char *const paths[] = {
+		"/ro/a/b/c/f.txt", "/ro/a/b/c/new", "/ro/a/hidden", "/ro/a/hidden/x", "/rw/d/e.txt",
+		"/rw/d/new.txt", "/rw/d", "/rw/d/", "/rw/new2", "/rw/fifo", "/nope/x",
+		"/rw/d/no/x", "/alias/a/hidden/x", "/alias/a/b/c/w.txt", "/ro/a/b/lnk", "/",
+	};
+	static const int flags[] = {
+		O_WRONLY, O_RDWR, O_WRONLY | O_CREAT, O_WRONLY | O_CREAT | O_EXCL,
+		O_RDWR | O_TRUNC, O_RDONLY | O_CREAT, O_WRONLY | O_CREAT | O_NOFOLLOW,
+		O_WRONLY | O_APPEND, O_RDONLY | O_DIRECTORY | O_CREAT,
+	};
+	int before = count_fds();
+	struct vfs *v = make_vfs_fifo();
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
+		for (size_t j = 0; j < sizeof(flags) / sizeof(flags[0]); j++) {
+			struct vfs_verdict vo, vd;
+			int d = vfs_open_decide_write(v, &C, paths[i], flags[j], &vd);
+			int o = vfs_open(v, &C, paths[i], flags[j] | O_NONBLOCK, 0644, 0, &vo);
+
+			/* a FIFO without a reader: ENXIO from the open, not a decision */
+			if (o == -ENXIO)
+				assert_int_equal(d, VFS_OPEN_SUPERVISOR);
+			else
+				same_open_answer(o, &vo, d, &vd);
+		}
+	/* mkdir, then unlink and rmdir of what exists now (rmdir of /rw/d: entries) */
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		struct vfs_verdict vo, vd;
+		int d = vfs_mkdir_decide(v, &C, paths[i], &vd);
+		int o = vfs_mkdir(v, &C, paths[i], 0755, &vo);
+
+		assert_int_equal(d, o < 0 ? o : 0);
+		assert_int_equal(vd.denied, vo.denied);
+	}
+	for (int f = 0; f <= AT_REMOVEDIR; f += AT_REMOVEDIR)
+		for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+			struct vfs_verdict vo, vd;
+			int d = vfs_unlink_decide(v, &C, paths[i], f, &vd);
+			int o = vfs_unlink(v, &C, paths[i], f, &vo);
+
+			assert_int_equal(d, o < 0 ? o : 0);
+			assert_int_equal(vd.denied, vo.denied);
+		}
 	vfs_free(v);
 	assert_int_equal(count_fds(), before);
 }
@@ -436,6 +507,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bounded, setup_tree, teardown_tree),
 		cmocka_unit_test_setup_teardown(test_threads, setup_tree, teardown_tree),
 		cmocka_unit_test_setup_teardown(test_open_decide_equivalence, setup_tree,
+		                                teardown_tree),
+		cmocka_unit_test_setup_teardown(test_write_decide_equivalence, setup_tree,
 		                                teardown_tree),
 	};
 
