@@ -137,8 +137,9 @@ static int add_bind(struct vfs *v, const char *word, const char *arg, const char
 	if (vfs__path_under(hsrc, "/proc") && !streq(hsrc, "/proc"))
 		return moat_error_set(e, EINVAL, "%s %s: only /proc as a whole can be mapped", word, arg);
 	/* sysfs's files are the host kernel's settings (power/state suspends the machine),
-	 * guarded by their mode alone, and a sandbox started by root is the host's uid 0. */
-	if (writable && (vfs__path_under(hsrc, "/sys") || vfs__path_under("/sys", hsrc)))
+	 * guarded by their mode alone, and a sandbox started by root is the host's uid 0.
+	 * (Below a read-write mapping of a parent, /sys stays read-only: sys_readonly().) */
+	if (writable && vfs__path_under(hsrc, "/sys"))
 		return moat_error_set(e, EINVAL,
 		                      "%s %s: /sys can be mapped read-only only (ro-bind): its "
 		                      "files are the host kernel's settings",

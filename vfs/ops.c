@@ -283,11 +283,19 @@ static int open_once(const struct vfs *v, const struct vfs_caller *c, const char
 	                     verdict);
 	if (r < 0)
 		return r;
+	/* a file handed in reopens for what its fd does, as Landlock's rule for it says */
+	if (w.handed_acc && w.handed_acc - 1 != O_RDWR &&
+	    (acc != w.handed_acc - 1 || (acc == O_RDONLY && (flags & O_TRUNC)))) {
+		vfs__verdict(verdict, -EACCES, "a file handed in from outside the view, beyond "
+		             "its fd's access mode", w.vpath);
+		return -EACCES;
+	}
 	if (decide_only && !S_ISREG(w.st.st_mode) && !S_ISDIR(w.st.st_mode))
 		return VFS_OPEN_SUPERVISOR;
 	if (decide_only) {
 		/* the note vfs_open_nowait() leaves below, for the open the kernel makes */
-		if (writes && S_ISREG(w.st.st_mode) && w.st.st_nlink > 0 && !w.own_object)
+		if (writes && S_ISREG(w.st.st_mode) && w.st.st_nlink > 0 && !w.own_object &&
+		    !w.handed_acc)
 			vfs__change_note(v, VFS_CHANGE_WRITTEN, w.vpath, NULL);
 		return VFS_OPEN_KERNEL;
 	}
@@ -307,7 +315,8 @@ static int open_once(const struct vfs *v, const struct vfs_caller *c, const char
 	if (fd < 0)
 		return ret_err(verdict, fd);
 	/* a memfd or an unlinked file (reopened through /proc/self/fd) leaves nothing */
-	if (writes && !tmpfile && S_ISREG(w.st.st_mode) && w.st.st_nlink > 0 && !w.own_object)
+	if (writes && !tmpfile && S_ISREG(w.st.st_mode) && w.st.st_nlink > 0 && !w.own_object &&
+		    !w.handed_acc)
 		vfs__change_note(v, VFS_CHANGE_WRITTEN, w.vpath, NULL);
 	return fd;
 }

@@ -99,6 +99,12 @@ struct vfs {
 	int proc_self_fd;          /* /proc/self/fd of this process, for vfs__reopen() */
 	bool rebased;              /* walking through the sandbox's own mounts */
 	struct vfs__rule *root_mount;
+	struct vfs__handed {       /* vfs_allow_handed_file() */
+		dev_t dev;
+		ino_t ino;
+		int acc;
+	} handed[3];
+	size_t n_handed;
 
 	char *home;
 	char *cwd;                 /* supervisor cwd at vfs_new(), for relative sources */
@@ -245,6 +251,8 @@ struct vfs__walk {
 	bool raced;                 /* VFS__STATONLY met a name changing under it: walk again */
 	const struct vfs__rule *block; /* hide/deny rule in force */
 	bool own_object;            /* ended on the caller's own memfd: no rule applies */
+	int handed_acc;             /* ended on a file handed in from outside the view
+	                               (vfs_allow_handed_file()): that fd's O_ACCMODE + 1 */
 	int proc_depth;             /* components below a /proc mapping's root, -1 outside */
 	bool proc_task;             /* inside /proc/<pid>/task */
 	char synth[32];             /* target of a synthetic /proc/self link ("" when none) */

@@ -108,6 +108,15 @@ extern const char *const vfs_default_secrets[];
  * with "~" read as home; NULL when none does. Matched as the vfs matches hide rules. */
 const char *vfs_default_secret_of(const char *home, const char *path);
 
+/*
+ * A regular file the command gets from outside the view as one of its standard fds
+ * (`moat run ... > out.log`): a reopen of it through a magic link (/dev/stdout,
+ * /proc/self/fd/1) may do what that fd does (its O_ACCMODE), as natively, and as the
+ * Landlock rule sandbox_landlock() gives it lets the kernel. Any other object outside
+ * the view reached through a magic link is EACCES. Up to three files; -ENOSPC beyond.
+ */
+int vfs_allow_handed_file(struct vfs *v, int fd);
+
 /* The entries of procfs (names below /proc, NULL-terminated) that stay read-only where
  * /proc is mapped read-write: the kernel's settings and devices, which the sandbox's
  * root (the host's uid 0 when root starts moat) could otherwise write, e.g.

@@ -584,6 +584,30 @@ static int deleted_target(const struct vfs *v, struct vfs__walk *w, const char *
 	return 1;
 }
 
+_public_ int vfs_allow_handed_file(struct vfs *v, int fd)
+{
+	struct stat st;
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || fstat(fd, &st) < 0)
+		return negative_errno();
+	if (!S_ISREG(st.st_mode))
+		return 0;
+	if (v->n_handed >= ELEMENTSOF(v->handed))
+		return -ENOSPC;
+	v->handed[v->n_handed++] = (struct vfs__handed){ st.st_dev, st.st_ino, fl & O_ACCMODE };
+	return 0;
+}
+
+/* That file's O_ACCMODE + 1, or 0 when st is none of them. */
+static int handed_acc(const struct vfs *v, const struct stat *st)
+{
+	for (size_t i = 0; S_ISREG(st->st_mode) && i < v->n_handed; i++)
+		if (v->handed[i].dev == st->st_dev && v->handed[i].ino == st->st_ino)
+			return v->handed[i].acc + 1;
+	return 0;
+}
+
 /*
  * Whether a magic link's text names its object in the view. The text is the object's
  * path from the sandbox's root, but an object the sandbox cannot reach from there (a
@@ -592,37 +616,54 @@ static int deleted_target(const struct vfs *v, struct vfs__walk *w, const char *
  * misdirect the caller's data. Natively the kernel reopens the object itself, which
  * Landlock refuses outside the view: the same EACCES here, also where the name is free
  * in the view (an O_CREAT would make a new file there). A name the view refuses (hidden,
- * unmapped) is left to the walk, which refuses it by its rule.
+ * unmapped) is left to the walk, which refuses it by its rule. A file handed in as a
+ * standard fd (vfs_allow_handed_file()) that the view does not name ends the walk on
+ * itself: returns 1.
  */
 static int magic_names_object(const struct vfs *v, const struct vfs_caller *c,
-                              struct vfs__walk *w, const char *tgt,
+                              struct vfs__walk *w, const char *tgt, bool last,
                               struct vfs_verdict *verdict)
 {
 	struct vfs__walk *seen;
 	struct stat real;
-	int fd, r;
+	bool same;
+	int fd, r, acc;
 
 	fd = openat(w->dirfd, w->hname, O_PATH | O_CLOEXEC); /* follows it */
 	if (fd < 0)
 		return negative_errno();
-	r = fstat(fd, &real) < 0 ? negative_errno() : 0;
-	close(fd);
-	if (r < 0)
+	if (fstat(fd, &real) < 0) {
+		r = negative_errno();
+		close(fd);
 		return r;
-	seen = malloc(sizeof(*seen));
-	if (!seen)
-		return -ENOMEM;
-	r = vfs__walk(v, c, tgt, VFS__NOFOLLOW | VFS__NOMAGIC, 0, seen, NULL);
-	if (r == 0 && (!seen->exists || seen->st.st_dev != real.st_dev ||
-	               seen->st.st_ino != real.st_ino)) {
-		vfs__verdict(verdict, -EACCES, "an object outside the view (a magic link)", tgt);
-		r = -EACCES;
-	} else {
-		r = 0;
 	}
+	seen = malloc(sizeof(*seen));
+	if (!seen) {
+		close(fd);
+		return -ENOMEM;
+	}
+	r = vfs__walk(v, c, tgt, VFS__NOFOLLOW | VFS__NOMAGIC, 0, seen, NULL);
+	same = r == 0 && seen->exists && seen->st.st_dev == real.st_dev &&
+	       seen->st.st_ino == real.st_ino;
 	vfs__walk_done(seen);
 	free(seen);
-	return r;
+	if (!same && last && (acc = handed_acc(v, &real))) {
+		/* A handed file the view does not name (Landlock's rule names the inode):
+		 * the policy allows what its fd allows. One the view names is the view's. */
+		fd_put(w, &w->fd, &w->fd_owned, &w->fd_ent);
+		w->fd = fd;
+		w->fd_owned = true;
+		w->st = real;
+		w->st_full = true;
+		w->handed_acc = acc;
+		return 1;
+	}
+	close(fd);
+	if (r == 0 && !same) {
+		vfs__verdict(verdict, -EACCES, "an object outside the view (a magic link)", tgt);
+		return -EACCES;
+	}
+	return 0;
 }
 
 /* The walk's buffers, from here on room for paths up to VFS__LONG_MAX: vpath, a
@@ -843,8 +884,11 @@ static int walk_once(const struct vfs *v, const struct vfs_caller *c, const char
 				break;
 			}
 			if (magic && tgt[0] == '/' &&
-			    (r = magic_names_object(v, c, w, tgt, verdict)) < 0)
-				return r;
+			    (r = magic_names_object(v, c, w, tgt, last, verdict)) != 0) {
+				if (r < 0)
+					return r;
+				break;
+			}
 			if (tgt[0] == '\0')
 				return -ENOENT;
 			if (tgt[0] == '/' && (resolve & RESOLVE_BENEATH))
@@ -927,6 +971,23 @@ static bool proc_readonly(const struct vfs__rule *m, const char *vpath)
 	return false;
 }
 
+/* Whether vpath lies in the host's /sys below the mapping m of a parent of it ("/"):
+ * read-only there whatever m says (the mounts agree: spawn.c). */
+static bool sys_readonly(const struct vfs__rule *m, const char *vpath)
+{
+	char host[PATH_MAX];
+	const char *rel;
+
+	if (!m->host || streq(m->host, "/sys") || !vfs__path_under("/sys", m->host) ||
+	    !vfs__path_under(vpath, m->virt))
+		return false;
+	rel = vpath + (streq(m->virt, "/") ? 0 : strlen(m->virt));
+	if ((size_t)snprintf(host, sizeof(host), "%s%s", streq(m->host, "/") ? "" : m->host,
+	                     rel) >= sizeof(host))
+		return true;
+	return vfs__path_under(host, "/sys");
+}
+
 /*
  * The decision on a finished walk. want: 0 = look (stat), else VFS_WANT_* bits. WRITE
  * asks for the object's mapping to be writable, CREATE for the directory holding the
@@ -939,6 +1000,18 @@ int vfs__walk_policy(const struct vfs *v, struct vfs__walk *w, unsigned want,
 
 	if (w->own_object) {
 		vfs__verdict(verdict, 0, "the caller's own memfd", w->vpath);
+		return 0;
+	}
+	if (w->handed_acc) {
+		int acc = w->handed_acc - 1;
+
+		/* (an open's own access mode is held to the fd's by vfs_open()) */
+		if ((want & VFS_WANT_EXEC) || ((want & VFS_WANT_WRITE) && acc == O_RDONLY)) {
+			vfs__verdict(verdict, -EACCES, "a file handed in from outside the view, "
+			             "beyond what its fd allows", w->vpath);
+			return -EACCES;
+		}
+		vfs__verdict(verdict, 0, "a file handed in from outside the view", w->vpath);
 		return 0;
 	}
 	if (w->block && (w->block->kind == VFS__HIDE || (want & ~VFS_WANT_NOFOLLOW))) {
@@ -960,8 +1033,9 @@ int vfs__walk_policy(const struct vfs *v, struct vfs__walk *w, unsigned want,
 		vfs__verdict(verdict, -EROFS, m ? m->desc : "unmapped (read-only)", w->vpath);
 		return -EROFS;
 	}
-	if ((want & (VFS_WANT_WRITE | VFS_WANT_CREATE)) && proc_readonly(m, w->vpath)) {
-		vfs__verdict(verdict, -EROFS, "the kernel's settings under /proc (read-only)",
+	if ((want & (VFS_WANT_WRITE | VFS_WANT_CREATE)) &&
+	    (proc_readonly(m, w->vpath) || sys_readonly(m, w->vpath))) {
+		vfs__verdict(verdict, -EROFS, "the kernel's settings (read-only)",
 		             w->vpath);
 		return -EROFS;
 	}

@@ -1888,6 +1888,11 @@ int sup_run(struct sup_opts *o)
 		SETUP_FAIL(R, "cannot put a pty between the sandbox and the terminal: %s (redirect "
 			   "its output, or share the terminal with --tty)", strerror(-r));
 	memcpy(plan.stdio, R->term.slave, sizeof(plan.stdio));
+	/* A regular file the command gets as a standard fd reopens through /dev/stdout
+	 * as natively (sandbox_landlock() gives it the same rule). */
+	for (int fd = o->stdin_pass ? 0 : 1; fd <= 2; fd++)
+		if (plan.stdio[fd] < 0 && (r = vfs_allow_handed_file(o->vfs, fd)) < 0)
+			SETUP_FAIL(R, "cannot inspect fd %d: %s", fd, strerror(-r));
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		SETUP_FAIL(R, "socketpair: %s", strerror(errno));
 	/* The kernel stamps each message with the sender's pid in our namespace. */

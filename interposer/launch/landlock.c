@@ -427,6 +427,32 @@ static int add_carved(struct ll_ctx *ll)
 	return 0;
 }
 
+/*
+ * A regular file handed in as a standard fd (`moat run ... > out.log`) reopens through
+ * its magic link (/dev/stdout) as natively, for what that fd does: the rule names the
+ * file alone, as vfs_allow_handed_file() tells the vfs.
+ */
+static int add_handed(struct ll_ctx *ll)
+{
+	for (int fd = 0; fd <= 2; fd++) {
+		struct landlock_path_beneath_attr pb = { .parent_fd = fd };
+		struct stat st;
+		int fl = fcntl(fd, F_GETFL);
+
+		if (fl < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+			continue;
+		if ((fl & O_ACCMODE) != O_WRONLY)
+			pb.allowed_access |= LANDLOCK_ACCESS_FS_READ_FILE;
+		if ((fl & O_ACCMODE) != O_RDONLY)
+			pb.allowed_access |= LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_TRUNCATE;
+		pb.allowed_access &= ll->handled;
+		if (pb.allowed_access &&
+		    syscall(SYS_landlock_add_rule, ll->ruleset, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
+			return negative_errno();
+	}
+	return 0;
+}
+
 int sandbox_landlock(const struct vfs *v, int abi, bool list_all, const struct ll_readset *rs)
 {
 	struct moat_landlock_ruleset_attr attr = { 0 };
@@ -454,6 +480,8 @@ int sandbox_landlock(const struct vfs *v, int abi, bool list_all, const struct l
 		r = ll.err;
 	if (r >= 0 && rs)
 		r = add_carved(&ll);
+	if (r >= 0)
+		r = add_handed(&ll);
 	if (r >= 0 && list_all) {
 		/* Directories of the skeleton (the unmapped way to a mapping, /deep above
 		 * --bind W:/deep/er/ws) open for the supervisor, so a continued open of one

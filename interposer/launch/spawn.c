@@ -549,6 +549,15 @@ static int mount_one(const struct vfs_mount_info *m, void *ud)
 			r = set_readonly(dst);
 			if (r < 0)
 				goto fail;
+		} else if (strcmp(m->host, "/sys") != 0 && vfs_path_under("/sys", m->host)) {
+			/* the host's sysfs below a read-write parent ("/"): read-only, as the
+			 * table answers (the kernel's settings) */
+			char sys[PATH_MAX + 32];
+
+			snprintf(sys, sizeof(sys), "%s%s", dst, "/sys" + strlen(m->host) -
+				 (strcmp(m->host, "/") == 0));
+			if (stat(sys, &st) == 0 && (r = set_readonly(sys)) < 0)
+				goto fail;
 		}
 		if (strcmp(m->virt, "/") == 0) {
 			r = set_nodev(dst);

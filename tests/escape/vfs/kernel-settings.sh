@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The kernel's settings stay out of the sandbox's reach: a read-write /proc (`--bind
-# /proc`) keeps them read-only, and /sys cannot be mapped read-write. Started by
+# /proc`) keeps them read-only, /sys cannot be mapped read-write, and the /sys below a
+# read-write mapping of / stays read-only. Started by
 # root, the sandbox's root is the host's uid 0 (ids map one to one), and procfs lets
 # uid 0 write most sysctls with no capability at all: kernel.core_pattern names a
 # program the host's kernel runs as root on the next crash. The effect is checked on the
@@ -10,7 +11,7 @@
 
 SYSCTL=/proc/sys/fs/lease-break-time
 [ -w "$SYSCTL" ] || skip_all "cannot write $SYSCTL on the host (not root?)"
-plan 10
+plan 13
 mkdir "$TMP/cwd"
 BEFORE=$(cat "$SYSCTL")
 restore() { [ "$(cat "$SYSCTL")" = "$BEFORE" ] || echo "$BEFORE" > "$SYSCTL"; }
@@ -42,12 +43,23 @@ for mode in namespaced unnamespaced; do
 	done
 done
 
-# sysfs: /sys/power/state suspends the machine and is guarded by its mode alone.
-for arg in "--bind /sys" "--profile none --bind /"; do
-	rm -f "$TMP/cwd/ran"
-	out=$(cd "$TMP/cwd" && "$MOAT" run -q $arg --bind "$TMP/cwd" -- sh -c ': > ran' 2>&1)
-	rc=$?
-	[ "$rc" -eq 125 ] && [ ! -e "$TMP/cwd/ran" ] && echo "$out" | grep -q "/sys can be mapped read-only only"
-	ok $? "$arg is refused before anything runs (rc $rc): /sys is the host kernel's settings" "$out"
+# sysfs: /sys/power/state suspends the machine and is guarded by its mode alone. It is
+# only opened here, never written.
+rm -f "$TMP/cwd/ran"
+out=$(cd "$TMP/cwd" && "$MOAT" run -q --bind /sys --bind "$TMP/cwd" -- sh -c ': > ran' 2>&1)
+rc=$?
+[ "$rc" -eq 125 ] && [ ! -e "$TMP/cwd/ran" ] && echo "$out" | grep -q "/sys can be mapped read-only only"
+ok $? "--bind /sys is refused before anything runs (rc $rc): /sys is the host kernel's settings" "$out"
+for mode in namespaced unnamespaced; do
+	for flags in "" "-v"; do
+		if ! have_mode "$mode"; then
+			skip "$mode: /sys below a read-write / stays read-only" "no $mode mode"
+			continue
+		fi
+		out=$(cd "$TMP/cwd" && "$MOAT" run -q --mode $mode $flags --profile none --bind / -- \
+			sh -c '(exec 3>>/sys/power/state) && echo OPENED' 2>&1)
+		! echo "$out" | grep -q OPENED && echo "$out" | grep -q "Read-only file system"
+		ok $? "$mode${flags:+ $flags}, --profile none --bind /: /sys below it stays read-only (EROFS)" "$out"
+	done
 done
 finish
