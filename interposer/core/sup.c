@@ -597,7 +597,7 @@ static void on_sync(struct run *R)
 		/* No notifier is working yet: the keeper sends this before it forks the
 		 * command, whose listener arrives after it on this socket. */
 		rebase_vfs(R, cred.pid, passed);
-		if (cred.pid == R->keeper && m.value == 1) {
+		if (cred.pid == R->keeper && (m.value & SPAWN_COVER_INCOMPLETE)) {
 			/* An incomplete covering may have left a glob match in the
 			 * namespace: a path swapped after a CONTINUE could reach it. */
 			R->ctx.continue_ro_opens = false;
@@ -609,6 +609,14 @@ static void on_sync(struct run *R)
 				 "rules' globs can match in hold more than %u entries, or a path "
 				 "longer than PATH_MAX, so they could not be covered at start-up",
 				 VFS_COVER_BUDGET);
+		} else if (cred.pid == R->keeper && (m.value & SPAWN_COVER_LINKS) &&
+			   (R->ctx.continue_writes || R->native_exec)) {
+			/* A hidden symlink, which no stub covers: a continued unlink whose
+			 * path was swapped after the check, or a native one, would remove
+			 * it. The keeper gave the command the filter that traps them. */
+			R->ctx.continue_writes = false;
+			log_info("creates, removes and write opens: performed by moat (a hidden "
+				 "path is a symlink, which no stub covers)");
 		}
 		break;
 	default:
@@ -1827,6 +1835,7 @@ int sup_run(struct sup_opts *o)
 		plan.cover_globs = fk == SUP_FILTER_NAMESPACED || fk == SUP_FILTER_NATIVE_OPEN ||
 				   fk == SUP_FILTER_NATIVE_WRITE;
 		r = sup_filter_precompiled(fk, &plan.prog);
+		plan.native_writes = fk == SUP_FILTER_NATIVE_WRITE;
 	}
 	if (r < 0)
 		SETUP_FAIL(R, "cannot load the seccomp filter");

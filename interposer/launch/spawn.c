@@ -393,6 +393,7 @@ static int set_nodev(const char *path)
 
 struct mount_ctx {
 	int err;
+	bool links; /* a hidden path was a symlink, left uncovered */
 	/* /newroot/proc is the sandbox's own procfs, on top (build_mount_ns() mounts it
 	 * read-only; a mapping of "/" covers it and mounts it again, read-write) */
 	bool proc_rw;
@@ -418,12 +419,16 @@ struct mount_ctx {
  * more than the name. A symlink cannot be covered (a bind follows it): a native open
  * through it reaches its target, decided by the target's own path (threat model).
  */
-static int cover_path(const char *dst, const struct stat *st)
+static int cover_path(struct mount_ctx *mc, const char *dst, const struct stat *st)
 {
 	int r;
 
-	if (S_ISLNK(st->st_mode))
+	/* A bind onto a symlink follows it: the link stays, and nothing in the kernel's
+	 * view refuses its removal (the caller keeps unlinks with moat, mc->links). */
+	if (S_ISLNK(st->st_mode)) {
+		mc->links = true;
 		return 0;
+	}
 	r = RET_NERRNO(mount(S_ISDIR(st->st_mode) ? COVER_DIR : COVER_STUB, dst, NULL, MS_BIND,
 			     NULL));
 	return r < 0 ? r : set_readonly(dst);
@@ -441,7 +446,7 @@ static int cover_one(const char *vpath, bool dir, void *ud)
 	snprintf(dst, sizeof(dst), "/newroot%s", vpath);
 	if (lstat(dst, &st) < 0)
 		return 0;
-	r = cover_path(dst, &st);
+	r = cover_path(mc, dst, &st);
 	if (r < 0) {
 		mc->err = r;
 		snprintf(mc->failed, sizeof(mc->failed), "%s", vpath);
@@ -580,7 +585,7 @@ static int mount_one(const struct vfs_mount_info *m, void *ud)
 		 * the supervisor cannot show their content. Globs: vfs_foreach_cover() below. */
 		if (lstat(dst, &st) < 0)
 			return 0;
-		r = cover_path(dst, &st);
+		r = cover_path(mc, dst, &st);
 		if (r < 0)
 			goto fail;
 		return 0;
@@ -691,6 +696,17 @@ static int build_mount_ns(struct spawn_plan *p)
 			log_debug("covering %s failed: %s", mc.failed[0] ? mc.failed : "hidden paths",
 				  strerror(-(mc.err ? mc.err : r)));
 			return mc.err ? mc.err : r;
+		}
+	}
+	/* A hidden symlink is left as it is (cover_path()), and no mount refuses its
+	 * unlink: removals (and the creates that would take its name) go back to moat,
+	 * which refuses the name. The supervisor learns it from SYNC_MOUNTS_READY. */
+	if (mc.links && !p->cover_incomplete) {
+		p->cover_links = true;
+		if (p->native_writes) {
+			r = sup_filter_precompiled(SUP_FILTER_NATIVE_OPEN, &p->prog);
+			if (r < 0)
+				return r;
 		}
 	}
 
@@ -929,7 +945,9 @@ _noreturn_ static void keeper_main(struct spawn_plan *p)
 				child_fail(p->sync_fd, STAGE_MOUNT, EIO);
 			close(p->stubs_fd);
 			if (root < 0 || sync_send_fd(p->sync_fd, SYNC_MOUNTS_READY,
-						     p->cover_incomplete, root) < 0)
+						     (p->cover_incomplete ? SPAWN_COVER_INCOMPLETE : 0) |
+							     (p->cover_links ? SPAWN_COVER_LINKS : 0),
+						     root) < 0)
 				child_fail(p->sync_fd, STAGE_MOUNT, errno ? errno : EIO);
 			close(root);
 		}

@@ -25,7 +25,7 @@ enum sync_type {
 	SYNC_SETUP_FAILED,    /* child -> supervisor: value = errno, value2 = stage */
 	SYNC_STATUS,          /* init -> supervisor: value = the command's wait status */
 	SYNC_MOUNTS_READY,    /* keeper -> supervisor: the sandbox's root is built (namespaced);
-	                         value = 1 when the covering went over its budget */
+	                         value: SPAWN_COVER_* bits */
 	SYNC_DNS,             /* init -> supervisor: SCM_RIGHTS = the sandbox's DNS socket,
 	                         or none and value = errno (netns.c) */
 	SYNC_ARGV,            /* supervisor -> command (--start-fd): value = the length of
@@ -50,6 +50,11 @@ struct sync_msg {
 #define SPAWN_STUB_FILE "cover-stub"
 #define SPAWN_STUB_DIR "cover-dir"
 
+/* SYNC_MOUNTS_READY's value */
+#define SPAWN_COVER_INCOMPLETE 1u /* the covering went over its budget */
+#define SPAWN_COVER_LINKS 2u      /* a hidden path is a symlink, which no bind can cover:
+                                     removals must stay with moat */
+
 struct spawn_plan {
 	const struct sup_opts *opts;
 	const struct sup_features *features;
@@ -59,6 +64,9 @@ struct spawn_plan {
 	                           (landlock.h), and read-only opens in it are continued */
 	bool cover_incomplete;  /* the keeper: the covering went over its budget, so the
 	                           command gets the --strict-hide filter instead of prog */
+	bool native_writes;     /* prog is SUP_FILTER_NATIVE_WRITE */
+	bool cover_links;       /* the keeper: a hidden path is a symlink (cover_path()), so
+	                           a native-writes prog becomes SUP_FILTER_NATIVE_OPEN */
 	struct sock_fprog prog;
 	int stubs_fd;           /* the keeper: for SYNC_STUBS */
 	char **envp;            /* built before fork: no allocation in the child */
