@@ -659,7 +659,10 @@ static int magic_names_object(const struct vfs *v, const struct vfs_caller *c,
 		return 1;
 	}
 	close(fd);
-	if (r == 0 && !same) {
+	/* ELOOP: the name passes through a magic link (a symlink the sandbox made in its
+	 * own /tmp, to /proc/self/fd/N), which no text of an object's path holds: the walk
+	 * on would reach whatever that fd names, never this object */
+	if ((r == 0 && !same) || r == -ELOOP) {
 		vfs__verdict(verdict, -EACCES, "an object outside the view (a magic link)", tgt);
 		return -EACCES;
 	}

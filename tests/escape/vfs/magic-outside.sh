@@ -8,7 +8,7 @@
 . "$MOAT_SRC/tests/lib/tap.sh"
 . "$MOAT_SRC/tests/live/vfs/lib.sh"
 
-plan 16
+plan 17
 mkdir "$TMP/cwd"
 OUT=$(mktemp /tmp/moat-magic.XXXXXX)
 IN=$(mktemp /tmp/moat-magic-in.XXXXXX)
@@ -54,4 +54,24 @@ for mode in namespaced unnamespaced; do
 		fi
 	done
 done
+
+# A magic link whose text passes through another magic link: stdin is a host directory
+# outside the view (only regular files are handed), and the sandbox makes the name of
+# its parent, in its private /tmp, a symlink to /proc/self/fd/7, a directory of its
+# workspace. A create below /proc/self/fd/0 is refused (as Landlock refuses it
+# natively), and does not land in the workspace (checked on the host).
+if have_mode namespaced; then
+	OD=$(mktemp -d /tmp/moat-magicdir.XXXXXX)
+	mkdir "$OD/sub"
+	D=${OD#/tmp/}
+	err=$(cd "$TMP/cwd" && "$MOAT" run -q --mode namespaced -v --stdin -- \
+		sh -c "mkdir -p w/sub; exec 7<w; ln -s /proc/self/fd/7 /tmp/$D; echo leaked > /proc/self/fd/0/out" \
+		<"$OD/sub" 2>&1)
+	[ ! -e "$TMP/cwd/w/sub/out" ] && [ ! -e "$OD/sub/out" ] && echo "$err" | grep -q "Permission denied"
+	ok $? "namespaced -v: a magic link in the text's path leads no create into the workspace (workspace: $(cat "$TMP/cwd/w/sub/out" 2>&1))" "$err"
+	rm -rf "$OD"
+else
+	skip "namespaced -v: a magic link in the text's path leads no create into the workspace" \
+		"moat cannot start in namespaced mode here"
+fi
 finish
