@@ -22,6 +22,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -419,14 +420,31 @@ struct mount_ctx {
  * more than the name. A symlink cannot be covered (a bind follows it): a native open
  * through it reaches its target, decided by the target's own path (threat model).
  */
+/* Whether the directory holding path is on a read-only mount (EROFS for its entries). */
+static bool parent_readonly(const char *path)
+{
+	char parent[PATH_MAX + 16];
+	struct statvfs sv;
+	char *slash;
+
+	snprintf(parent, sizeof(parent), "%s", path);
+	slash = strrchr(parent, '/');
+	if (!slash || slash == parent)
+		return false;
+	*slash = '\0';
+	return statvfs(parent, &sv) == 0 && (sv.f_flag & ST_RDONLY);
+}
+
 static int cover_path(struct mount_ctx *mc, const char *dst, const struct stat *st)
 {
 	int r;
 
-	/* A bind onto a symlink follows it: the link stays, and nothing in the kernel's
-	 * view refuses its removal (the caller keeps unlinks with moat, mc->links). */
+	/* A bind onto a symlink follows it: the link stays, and where its directory is
+	 * writable nothing in the kernel's view refuses its removal (the caller keeps
+	 * removals with moat, mc->links). */
 	if (S_ISLNK(st->st_mode)) {
-		mc->links = true;
+		if (!parent_readonly(dst))
+			mc->links = true;
 		return 0;
 	}
 	r = RET_NERRNO(mount(S_ISDIR(st->st_mode) ? COVER_DIR : COVER_STUB, dst, NULL, MS_BIND,

@@ -16,7 +16,7 @@ PY=/usr/bin/python3
 [ -x "$PY" ] || skip_all "needs $PY"
 have_mode namespaced || skip_all "moat cannot start in namespaced mode here"
 
-plan 4
+plan 5
 W=$(mktemp -d "$TMP/ws.XXXXXX")
 S=$(mktemp -d "$TMP/secrets.XXXXXX")
 echo SECRET >"$S/env"
@@ -76,4 +76,19 @@ out=$( (cd "$W" && "$MOAT" run -q --mode namespaced --hide "$W/lnk" --report "$T
 	"$PY" -c "$racer") 2>&1)
 intact lnk
 ok $? "control, removals by moat under the same race: the hidden lnk symlink stays" "$out"
+
+# 5. A hidden symlink in a read-only mapping is refused by its mount (EROFS): creates
+# stay native there (the witness: a new file may take a hidden name natively, which
+# moat's own check refuses).
+if [ "$(id -u)" -ne 0 ]; then
+	skip "a hidden symlink in a read-only mapping keeps native creates" "native creates need moat started by root"
+else
+	rm -rf "$W/.env" "$W/lnk" "$W/new"
+	R=$(mktemp -d "$TMP/ro.XXXXXX")
+	ln -s "$S/env" "$R/.env"
+	out=$( (cd "$W" && "$MOAT" run -q --mode namespaced --ro-bind "$R" -- \
+		sh -c "rm -f $R/.env; mkdir new && echo own > new/.env") 2>&1)
+	[ -L "$R/.env" ] && [ "$(cat "$W/new/.env" 2>/dev/null)" = own ]
+	ok $? "a hidden symlink in a read-only mapping stays, and creates stay native" "$out"
+fi
 finish
