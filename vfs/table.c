@@ -249,10 +249,7 @@ static int cover_proc_dev(struct vfs *v, struct moat_error *e)
 		/* only where the covering mapping has that device too (a bind of another
 		 * root file system may have none, and a read-only one takes no mountpoint) */
 		m = &v->rules[c];
-		if (m->kind != VFS__BIND ||
-		    (size_t)snprintf(src, sizeof(src), "%s%s", streq(m->host, "/") ? "" : m->host,
-		                     devs[i] + (streq(m->virt, "/") ? 0 : strlen(m->virt))) >=
-		            sizeof(src) ||
+		if (m->kind != VFS__BIND || !vfs__host_below(m, devs[i], src, sizeof(src)) ||
 		    lstat(src, &st) < 0 || !S_ISCHR(st.st_mode) || lstat(devs[i], &st) < 0)
 			continue;
 		if ((r = add_cover(v, "bind", devs[i], (size_t)c, e)) < 0)
@@ -517,7 +514,7 @@ static int finalize(struct vfs *v, enum vfs_mode mode, struct moat_error *e)
 		pm = vfs__mount_covering(v, parent);
 		if (!pm || pm->kind != VFS__TMPFS)
 			continue;
-		rel = streq(pm->virt, "/") ? m->virt : m->virt + strlen(pm->virt);
+		rel = vfs__below(pm, m->virt);
 		snprintf(parent, sizeof(parent), "%s", rel);
 		s = strrchr(parent, '/');
 		if (s != parent) {

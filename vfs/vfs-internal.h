@@ -17,6 +17,8 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "macros.h"
 #include "vfs.h"
@@ -163,6 +165,19 @@ static inline int vfs__normalize(const char *base, const char *path, char *buf, 
 static inline bool vfs__path_under(const char *path, const char *dir)
 {
 	return vfs_path_under(path, dir);
+}
+/* The part of vpath (at or under m's virtual path) below it: "" or "/REST". */
+static inline const char *vfs__below(const struct vfs__rule *m, const char *vpath)
+{
+	return vpath + (streq(m->virt, "/") ? 0 : strlen(m->virt));
+}
+/* The host path of vpath (at or under m's virtual path) in m's host tree, in buf;
+ * false when it does not fit. */
+static inline bool vfs__host_below(const struct vfs__rule *m, const char *vpath, char *buf,
+                                   size_t len)
+{
+	return (size_t)snprintf(buf, len, "%s%s", streq(m->host, "/") ? "" : m->host,
+	                        vfs__below(m, vpath)) < len;
 }
 
 /* store.c: the private directories, their sweep, the skeleton, the sized tmpfs mounts */

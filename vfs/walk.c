@@ -252,8 +252,9 @@ static void verdict_native(struct vfs_verdict *verdict, const struct vfs__walk *
 		/* Rebased, dirfd is in the sandbox's view, where a hidden or denied
 		 * directory is an empty stub that holds no name: the host's tree of the
 		 * mapping says whether the name is there. */
-		size_t vl = strlen(w->mount->virt);
-		const char *rel = streq(w->mount->virt, "/") ? p + 1 : p + vl + (p[vl] == '/');
+		const char *rel = vfs__below(w->mount, p);
+
+		rel += *rel == '/';
 
 		if ((size_t)snprintf(path, sizeof(path), "%s%s%s", *rel ? rel : ".",
 		                     rest && *rest ? "/" : "", rest ? rest : "") >= PATH_MAX)
@@ -522,6 +523,33 @@ static bool anon_object(const char *t)
 	       strncmp(t, "anon_inode:", 11) == 0;
 }
 
+/* An O_PATH fd of the object the magic link w stands on leads to (the open follows it),
+ * its stat in st; or -errno. */
+static int link_object(const struct vfs__walk *w, struct stat *st)
+{
+	int fd = openat(w->dirfd, w->hname, O_PATH | O_CLOEXEC);
+	int r;
+
+	if (fd < 0)
+		return negative_errno();
+	if (fstat(fd, st) < 0) {
+		r = negative_errno();
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+/* The walk ends on that object: fd (owned now) and its stat. */
+static void end_on_object(struct vfs__walk *w, int fd, const struct stat *st)
+{
+	fd_put(w, &w->fd, &w->fd_owned, &w->fd_ent);
+	w->fd = fd;
+	w->fd_owned = true;
+	w->st = *st;
+	w->st_full = true;
+}
+
 /*
  * The magic link of an object that has no name in the view: a memfd ("/memfd:NAME
  * (deleted)") or an unlinked file or O_TMPFILE ("PATH (deleted)"). The kernel reopens the
@@ -543,14 +571,9 @@ static int deleted_target(const struct vfs *v, struct vfs__walk *w, const char *
 
 	if (n <= 10 || !streq(target + n - 10, " (deleted)"))
 		return 0;
-	fd = openat(w->dirfd, w->hname, O_PATH | O_CLOEXEC);
+	fd = link_object(w, &st);
 	if (fd < 0)
-		return negative_errno();
-	if (fstat(fd, &st) < 0) {
-		r = negative_errno();
-		close(fd);
-		return r;
-	}
+		return fd;
 	if (st.st_nlink > 0 && !S_ISDIR(st.st_mode)) {
 		close(fd); /* a live file that is only named so */
 		return 0;
@@ -576,11 +599,7 @@ static int deleted_target(const struct vfs *v, struct vfs__walk *w, const char *
 		w->vlen = strlen(w->vpath);
 	}
 	w->own_object = memfd;
-	fd_put(w, &w->fd, &w->fd_owned, &w->fd_ent);
-	w->fd = fd;
-	w->fd_owned = true;
-	w->st = st;
-	w->st_full = true;
+	end_on_object(w, fd, &st);
 	return 1;
 }
 
@@ -629,14 +648,9 @@ static int magic_names_object(const struct vfs *v, const struct vfs_caller *c,
 	bool same;
 	int fd, r, acc;
 
-	fd = openat(w->dirfd, w->hname, O_PATH | O_CLOEXEC); /* follows it */
+	fd = link_object(w, &real);
 	if (fd < 0)
-		return negative_errno();
-	if (fstat(fd, &real) < 0) {
-		r = negative_errno();
-		close(fd);
-		return r;
-	}
+		return fd;
 	seen = malloc(sizeof(*seen));
 	if (!seen) {
 		close(fd);
@@ -650,11 +664,7 @@ static int magic_names_object(const struct vfs *v, const struct vfs_caller *c,
 	if (!same && last && (acc = handed_acc(v, &real))) {
 		/* A handed file the view does not name (Landlock's rule names the inode):
 		 * the policy allows what its fd allows. One the view names is the view's. */
-		fd_put(w, &w->fd, &w->fd_owned, &w->fd_ent);
-		w->fd = fd;
-		w->fd_owned = true;
-		w->st = real;
-		w->st_full = true;
+		end_on_object(w, fd, &real);
 		w->handed_acc = acc;
 		return 1;
 	}
@@ -871,19 +881,15 @@ static int walk_once(const struct vfs *v, const struct vfs_caller *c, const char
 				break;
 			}
 			if (magic && tgt[0] != '/') {
+				struct stat st;
 				int nfd;
 
 				if (!last || !anon_object(tgt))
 					return -ENOENT;
-				nfd = openat(w->dirfd, w->hname, O_PATH | O_CLOEXEC);
+				nfd = link_object(w, &st);
 				if (nfd < 0)
-					return negative_errno();
-				fd_put(w, &w->fd, &w->fd_owned, &w->fd_ent);
-				w->fd = nfd;
-				w->fd_owned = true;
-				if (fstat(nfd, &w->st) < 0)
-					return negative_errno();
-				w->st_full = true;
+					return nfd;
+				end_on_object(w, nfd, &st);
 				break;
 			}
 			if (magic && tgt[0] == '/' &&
@@ -962,7 +968,7 @@ static bool proc_readonly(const struct vfs__rule *m, const char *vpath)
 
 	if (!m->is_proc || !vfs__path_under(vpath, m->virt))
 		return false;
-	rel = vpath + (streq(m->virt, "/") ? 0 : strlen(m->virt));
+	rel = vfs__below(m, vpath);
 	if (*rel++ != '/')
 		return false;
 	for (size_t i = 0; vfs_proc_readonly[i]; i++) {
@@ -979,16 +985,11 @@ static bool proc_readonly(const struct vfs__rule *m, const char *vpath)
 static bool sys_readonly(const struct vfs__rule *m, const char *vpath)
 {
 	char host[PATH_MAX];
-	const char *rel;
 
 	if (!m->host || streq(m->host, "/sys") || !vfs__path_under("/sys", m->host) ||
 	    !vfs__path_under(vpath, m->virt))
 		return false;
-	rel = vpath + (streq(m->virt, "/") ? 0 : strlen(m->virt));
-	if ((size_t)snprintf(host, sizeof(host), "%s%s", streq(m->host, "/") ? "" : m->host,
-	                     rel) >= sizeof(host))
-		return true;
-	return vfs__path_under(host, "/sys");
+	return !vfs__host_below(m, vpath, host, sizeof(host)) || vfs__path_under(host, "/sys");
 }
 
 /*
