@@ -398,6 +398,8 @@ struct mount_ctx {
 	/* /newroot/proc is the sandbox's own procfs, on top (build_mount_ns() mounts it
 	 * read-only; a mapping of "/" covers it and mounts it again, read-write) */
 	bool proc_rw;
+	/* the table maps "/" read-write: the root mount is that mapping, not the skeleton */
+	bool root_rw;
 	char failed[PATH_MAX + 32];
 };
 
@@ -586,6 +588,7 @@ static int mount_one(const struct vfs_mount_info *m, void *ud)
 			r = set_nodev(dst);
 			if (r < 0)
 				goto fail;
+			mc->root_rw = m->writable;
 		}
 		/* A mapping of "/" brought the host's /proc along and covered ours: the
 		 * sandbox's own goes on top again (the vfs maps /proc whatever covers it). */
@@ -741,7 +744,10 @@ static int build_mount_ns(struct spawn_plan *p)
 	if (chdir("/") < 0)
 		return negative_errno();
 	/* The skeleton of mountpoints is not a place to write to (only the root mount:
-	 * the writable mappings below it keep their own flags). */
+	 * the writable mappings below it keep their own flags). A read-write mapping of
+	 * "/" is the root mount itself and keeps its flags, as any writable mapping does. */
+	if (mc.root_rw)
+		return 0;
 	return RET_NERRNO(mount(NULL, "/", NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID |
 				MS_NODEV, NULL));
 }

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# A mapping of "/" is a mapping like any other: `--bind /` is writable where the host is,
+# `--ro-bind /` is not, and a writable mapping below a read-only "/" stays writable. The
+# namespaced keeper remounts the root mount read-only because it is normally the
+# skeleton of mount points; a read-write mapping of "/" is the root mount itself.
+# Every effect is checked on the host.
+. "$MOAT_SRC/tests/lib/tap.sh"
+. "$MOAT_SRC/tests/live/vfs/lib.sh"
+
+plan 6
+mkdir "$TMP/cwd" "$TMP/out"; cd "$TMP/cwd" || exit 1
+for mode in namespaced unnamespaced; do
+	if ! have_mode "$mode"; then
+		for i in 1 2 3; do skip "$mode: case $i" "moat cannot start in $mode mode here"; done
+		continue
+	fi
+	f="$TMP/out/$mode-rw"
+	out=$(timeout 60 "$MOAT" run -q --mode $mode --profile none --bind / -- \
+		sh -c "echo made >'$f'" 2>&1)
+	[ "$(cat "$f" 2>/dev/null)" = made ]
+	ok $? "$mode: --bind /: the sandbox writes where the host allows ($f)" "$out"
+
+	f="$TMP/out/$mode-ro"
+	out=$(timeout 60 "$MOAT" run -q --mode $mode --profile none --ro-bind / -- \
+		sh -c "echo made >'$f'" 2>&1)
+	[ ! -e "$f" ] && grep -q "Read-only file system\|Permission denied" <<<"$out"
+	ok $? "$mode: --ro-bind /: nothing is written ($f)" "$out"
+
+	f="$TMP/out/$mode-sub"
+	out=$(timeout 60 "$MOAT" run -q --mode $mode --profile none --ro-bind / \
+		--bind "$TMP/out" -- sh -c "echo made >'$f'" 2>&1)
+	[ "$(cat "$f" 2>/dev/null)" = made ]
+	ok $? "$mode: --ro-bind / --bind $TMP/out: the writable mapping below stays writable" "$out"
+done
+finish
