@@ -192,6 +192,15 @@ static struct call_need call_need(const struct audit_sys *s)
 	return k;
 }
 
+/* A decided call. A native one has a record only when the kernel reported it: a
+ * read-only open under --audit (stubwatch.h), with the object's virtual path. */
+static bool replayable(const struct audit_sys *s)
+{
+	if (s->decision >= _AUDIT_DECISION_MAX)
+		return false;
+	return s->decision != AUDIT_NATIVE || s->resolved;
+}
+
 /* The path a denied record was about: the recorded prefix, extended to the path the
  * program gave when that path (made absolute against the run's cwd) continues it. */
 static const char *subject_path(const struct audit_sys *s, const char *cwd, char *buf,
@@ -214,6 +223,9 @@ struct run_info {
 	bool root_mapped;       /* the run's policy mapped the host's / (ro-bind / or bind /) */
 	bool meta_unrecorded;   /* the kernel answered stat, access, readlink and listings:
 				   the stream does not hold them (header feature) */
+	bool opens_observed;    /* read-only opens recorded from the kernel's events: the
+				   object each reached, not the symlinks on the way nor
+				   failed lookups (header feature) */
 };
 
 /* Whether the canonical policy JSON of a header maps "/" itself. */
@@ -249,9 +261,13 @@ static int read_hdr(struct audit_reader *r, const struct audit_rec *rec, struct 
 							    : VFS_MODE_NAMESPACED;
 	ri->root_mapped = policy_maps_root(h.policy_json);
 	ri->meta_unrecorded = false;
-	for (size_t i = 0; i < h.n_features; i++)
+	ri->opens_observed = false;
+	for (size_t i = 0; i < h.n_features; i++) {
 		if (h.features[i].name && streq(h.features[i].name, "metadata_calls_recorded"))
 			ri->meta_unrecorded = !h.features[i].present;
+		if (h.features[i].name && streq(h.features[i].name, "native_opens_from_fanotify"))
+			ri->opens_observed = h.features[i].present;
+	}
 	ri->have_hdr = true;
 	return 0;
 }
@@ -540,7 +556,7 @@ int replay_cli(int argc, char **argv)
 		}
 		if (audit_decode_sys(rd, &rec, &s) < 0)
 			continue;
-		if (s.decision == AUDIT_NATIVE || s.decision >= _AUDIT_DECISION_MAX)
+		if (!replayable(&s))
 			continue;
 		infra = R.infra;
 		if (!replay_decide(&R, &s, &o)) {
@@ -578,6 +594,10 @@ int replay_cli(int argc, char **argv)
 	if (R.ri.meta_unrecorded)
 		printf("the run did not record stat, access, readlink or listings (namespaced "
 		       "without --strict-hide): their decisions are not replayed\n");
+	if (R.ri.opens_observed)
+		printf("the run's read-only opens were native, recorded from the kernel's open "
+		       "events: each is replayed by the object it reached, not by the symlinks "
+		       "on the way, and failed lookups are not in the stream\n");
 	status = R.changed ? EXIT_CHANGES : 0;
 out:
 	audit_reader_free(rd);
@@ -1262,8 +1282,7 @@ int suggest_cli(int argc, char **argv)
 		}
 		if (rec.type != AUDIT_REC_SYS || !S.ri.have_hdr)
 			continue;
-		if (audit_decode_sys(rd, &rec, &s) < 0 || s.decision == AUDIT_NATIVE ||
-		    s.decision >= _AUDIT_DECISION_MAX)
+		if (audit_decode_sys(rd, &rec, &s) < 0 || !replayable(&s))
 			continue;
 		if ((r = suggest_record(&S, &s)) < 0) {
 			fprintf(stderr, "moat audit suggest: %s\n", strerror(-r));
@@ -1290,6 +1309,11 @@ int suggest_cli(int argc, char **argv)
 			"readlink or listings (namespaced without --strict-hide): a path the "
 			"program only looked at is not mapped; record the run with --strict-hide "
 			"to learn those too\n", file);
+	if (S.ri.opens_observed)
+		fprintf(stderr, "moat audit suggest: %s: the run's read-only opens were native, "
+			"recorded by the object each reached: the symlinks that led there and "
+			"failed lookups are not mapped; record the run with --strict-hide to "
+			"learn those too\n", file);
 	if ((out_path ? fclose(out) : fflush(out)) != 0) {
 		fprintf(stderr, "moat audit suggest: %s: %s\n", out_path ? out_path : "stdout",
 			strerror(errno));

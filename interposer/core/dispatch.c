@@ -572,6 +572,9 @@ static void do_open(struct sup_call *c, int64_t dirfd, uint64_t path_addr, int f
 		if (r == VFS_OPEN_KERNEL) {
 			if ((flags & O_ACCMODE) != O_RDONLY && names_comm(c->verdict.vpath))
 				atomic_store(&c->s->comm_nocache, true); /* see read_comm() */
+			/* recorded here: its open event is not recorded again */
+			if (c->s->record_native_opens)
+				stubwatch_expect_open(c->s, c->tid, c->verdict.vpath);
 			c->outcome = CALL_CONTINUE;
 			c->id_unchecked = true;
 			return;

@@ -5,20 +5,27 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/openat2.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/fanotify.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include "audit.h"
 #include "cleanup.h"
+#include "clock.h"
 #include "ctx.h"
 #include "dispatch.h"
+#include "hash.h"
 #include "log.h"
 #include "macros.h"
 #include "moat-config.h"
+#include "proctrack.h"
 #include "spawn.h"
 #include "stubwatch.h"
 
@@ -52,21 +59,26 @@ int stubwatch_mark(struct stubwatch *w, int dirfd)
 	return 0;
 }
 
-/* The syscall the thread waits in (the first field of /proc/<tid>/syscall); openat when
- * it cannot be read: gone, or "running" (a killed thread on its way out). */
-static const struct sc_entry *syscall_of(const struct sup_ctx *s, pid_t tid)
+/* The syscall the thread waits in (the first field of /proc/<tid>/syscall) and its
+ * user-space pc (the last); openat and 0 when it cannot be read: gone, or "running" (a
+ * killed thread on its way out). */
+static const struct sc_entry *syscall_of(const struct sup_ctx *s, pid_t tid, uint64_t *pc)
 {
-	char p[64], buf[64];
+	char p[64], buf[256], *last;
 	_cleanup_close_ int fd = -1;
 	const struct sc_entry *e = NULL;
 	ssize_t n;
 
+	*pc = 0;
 	snprintf(p, sizeof(p), "/proc/%d/syscall", tid);
 	fd = open(p, O_RDONLY | O_CLOEXEC);
 	n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
 	if (n > 0 && buf[0] >= '0' && buf[0] <= '9') {
 		buf[n] = '\0';
 		e = sc_lookup(s->arch, (int)strtol(buf, NULL, 10));
+		last = strrchr(buf, ' ');
+		if (last)
+			*pc = strtoull(last + 1, NULL, 16);
 	}
 	return e ? e : sc_by_id(s->arch, SC_openat);
 }
@@ -99,6 +111,40 @@ void stubwatch_forget(struct sup_ctx *s, pid_t tid)
 	(void)take_expected(s, tid);
 }
 
+/* A sys record of an open the kernel performed or the stubs refused (the opener has
+ * moved on: no flags of its own, no arguments, no stack). */
+static void record_open(struct sup_ctx *s, pid_t tid, const struct sc_entry *e,
+			const char *vpath, enum audit_decision dec, const char *rule, int err,
+			const struct audit_frame *stack, size_t n_stack)
+{
+	struct audit_sys a = {
+		.mono_ns = now_mono_ns(),
+		.pid = tid,
+		.tid = tid,
+		.syscall = e ? e->name : "openat",
+		.nr = e ? e->nr : -1,
+		.path = vpath[0] ? vpath : NULL,
+		.resolved = vpath[0] ? vpath : NULL,
+		.flags = "O_RDONLY",
+		.decision = dec,
+		.rule = rule && rule[0] ? rule : NULL,
+		.err = err,
+		.stack = n_stack ? stack : NULL,
+		.n_stack = n_stack,
+	};
+	char p[48], comm[32] = "";
+	_cleanup_close_ int fd = -1;
+	ssize_t n;
+
+	snprintf(p, sizeof(p), "/proc/%d/comm", tid);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	n = fd >= 0 ? read(fd, comm, sizeof(comm) - 1) : -1;
+	comm[n > 0 ? n - 1 : 0] = '\0';
+	a.comm = comm;
+	proctrack_ids(s->proctrack, tid, &a.pid, &a.sandbox_pid, &a.sandbox_tid);
+	audit_sys(s->audit, &a);
+}
+
 /*
  * One event. The call is read while the opener still waits in it (microseconds: only a
  * denied open waits on this), then the answer, then the report. The event's fd is
@@ -113,16 +159,29 @@ static void on_event(struct stubwatch *w, const struct fanotify_event_metadata *
 	struct vfs_verdict verdict = { 0 };
 	const struct sc_entry *e = NULL;
 	char link[64], vpath[PATH_MAX];
+	struct audit_frame frames[32];
+	char strings[8192];
+	uint64_t pc = 0;
+	size_t n_stack = 0;
 	ssize_t n;
 
 	if (md->fd < 0)
 		return; /* FAN_Q_OVERFLOW: nothing waits on it */
 	if (w->s)
-		e = syscall_of(w->s, md->pid);
+		e = syscall_of(w->s, md->pid, &pc);
 	/* With -v the supervisor reported it before it continued the open. Asked while
 	 * the opener waits: its next open, trapped, clears what is left. */
 	if (e && w->s->continue_denied_opens && take_expected(w->s, md->pid))
 		e = NULL;
+	/* --audit: the denied call's stack, while the opener still waits for the answer
+	 * (SCHEMA.md: stacks of denied calls) */
+	if (e && pc && w->s->audit && (md->mask & FAN_ALL_PERM_EVENTS) &&
+	    audit_wants_stacks(w->s->audit, AUDIT_DENIED)) {
+		int k = audit_stack_capture(md->pid, md->pid, pc, 0, AUDIT_STACK_SCAN, frames,
+					    ELEMENTSOF(frames), strings, sizeof(strings));
+
+		n_stack = k > 0 ? (size_t)k : 0;
+	}
 	if (md->mask & FAN_ALL_PERM_EVENTS)
 		(void)!write(w->fan, &resp, sizeof(resp));
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", md->fd);
@@ -135,21 +194,102 @@ static void on_event(struct stubwatch *w, const struct fanotify_event_metadata *
 			str_copy(verdict.rule, sizeof(verdict.rule), "a stub covering a hidden path");
 		sup_report_denial(w->s, md->pid, e, vpath[0] ? vpath : NULL, NULL, verdict.rule,
 				  EPERM);
+		if (w->s->audit)
+			record_open(w->s, md->pid, e, vpath, AUDIT_DENIED, verdict.rule, EPERM,
+				    frames, n_stack);
 	}
 	close(md->fd);
 }
 
-/* Everything queued now; false once the group has nothing more (EAGAIN) or failed. */
-static bool drain(struct stubwatch *w)
+/* An expected event (stubwatch_expect_open()), taken: true if this was one. */
+static bool take_open_expected(struct sup_ctx *s, pid_t tid, const char *vpath)
 {
-	char buf[4096] __attribute__((aligned(__alignof__(struct fanotify_event_metadata))));
+	uint32_t h = fnv1a(vpath, strlen(vpath));
+	bool found = false;
+
+	pthread_mutex_lock(&s->open_expected_lock);
+	for (size_t i = 0; i < ELEMENTSOF(s->open_expected) && !found; i++)
+		if (s->open_expected[i].tid == tid && s->open_expected[i].hash == h) {
+			s->open_expected[i].tid = 0;
+			found = true;
+		}
+	pthread_mutex_unlock(&s->open_expected_lock);
+	return found;
+}
+
+/* One slot per thread (its latest continued open): a full table only means a second
+ * record of one open. */
+void stubwatch_expect_open(struct sup_ctx *s, pid_t tid, const char *vpath)
+{
+	struct open_expected *slot = NULL;
+
+	pthread_mutex_lock(&s->open_expected_lock);
+	for (size_t i = 0; i < ELEMENTSOF(s->open_expected); i++) {
+		if (s->open_expected[i].tid == tid) {
+			slot = &s->open_expected[i];
+			break;
+		}
+		if (!slot && !s->open_expected[i].tid)
+			slot = &s->open_expected[i];
+	}
+	if (slot)
+		*slot = (struct open_expected){ .tid = tid, .hash = fnv1a(vpath, strlen(vpath)) };
+	pthread_mutex_unlock(&s->open_expected_lock);
+}
+
+/*
+ * An open the kernel performed in the sandbox's mounts. The event's fd is the object the
+ * kernel opened (not a name a racing thread could change), its path the virtual one
+ * (printed from the root of the sandbox's mount namespace); the rule is the vfs's for it.
+ */
+static void on_open_event(struct stubwatch *w, const struct fanotify_event_metadata *md)
+{
+	struct vfs_verdict verdict = { 0 };
+	char link[64], vpath[PATH_MAX];
+	pid_t pid = 0, spid = 0, stid = 0;
+	ssize_t n;
+
+	if (md->fd < 0) {
+		if (md->mask & FAN_Q_OVERFLOW)
+			log_warning("the kernel's queue of open events overflowed: opens are "
+				    "missing from the audit stream");
+		return;
+	}
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", md->fd);
+	n = readlink(link, vpath, sizeof(vpath) - 1);
+	close(md->fd);
+	/* an exec's open is recorded as the exec */
+	if (!w->s || n <= 0 || (md->mask & FAN_OPEN_EXEC))
+		return;
+	vpath[n] = '\0';
+	/* a name that is gone (an O_TMPFILE, continued as a create) is no path to record */
+	if (vpath[0] != '/' || (n > 10 && streq(vpath + n - 10, " (deleted)")))
+		return;
+	proctrack_ids(w->s->proctrack, md->pid, &pid, &spid, &stid);
+	if (pid == getpid() || (w->keeper > 0 && pid == w->keeper))
+		return;
+	if (take_open_expected(w->s, md->pid, vpath))
+		return;
+	(void)vfs_decide(w->s->vfs, vpath, VFS_WANT_READ, &verdict);
+	record_open(w->s, md->pid, sc_by_id(w->s->arch, SC_openat), vpath, AUDIT_NATIVE,
+		    verdict.rule, 0, NULL, 0);
+}
+
+/* Everything queued now in group fd (the stubs' or the opens'); false once it has
+ * nothing more (EAGAIN), failed, or is not open. */
+static bool drain(struct stubwatch *w, int fd)
+{
+	char buf[8192] __attribute__((aligned(__alignof__(struct fanotify_event_metadata))));
 	const struct fanotify_event_metadata *md;
-	ssize_t len = read(w->fan, buf, sizeof(buf));
+	ssize_t len = fd >= 0 ? read(fd, buf, sizeof(buf)) : -1;
 
 	if (len <= 0)
 		return false;
 	for (md = (const void *)buf; FAN_EVENT_OK(md, len); md = FAN_EVENT_NEXT(md, len))
-		on_event(w, md);
+		if (fd == w->fan)
+			on_event(w, md);
+		else
+			on_open_event(w, md);
 	return true;
 }
 
@@ -158,12 +298,17 @@ static void *stubwatch_main(void *arg)
 	struct stubwatch *w = arg;
 
 	for (;;) {
-		struct pollfd p[2] = { { .fd = w->fan, .events = POLLIN },
-				       { .fd = w->stop, .events = POLLIN } };
+		/* a negative fd is left alone by poll() */
+		struct pollfd p[3] = { { .fd = w->fan, .events = POLLIN },
+				       { .fd = w->stop, .events = POLLIN },
+				       { .fd = w->opens, .events = POLLIN } };
 
-		if (poll(p, 2, -1) < 0 && errno != EINTR)
+		if (poll(p, 3, -1) < 0 && errno != EINTR)
 			break;
-		while (drain(w))
+		/* the stubs' first: an opener waits on each of their events */
+		while (drain(w, w->fan))
+			;
+		while (drain(w, w->opens))
 			;
 		if (p[1].revents)
 			break;
@@ -175,7 +320,7 @@ int stubwatch_start(struct stubwatch *w, struct sup_ctx *s)
 {
 	int r;
 
-	if (w->fan < 0)
+	if (w->fan < 0 && w->opens < 0)
 		return 0;
 	w->s = s;
 	w->stop = eventfd(0, EFD_CLOEXEC);
@@ -197,12 +342,135 @@ void stubwatch_stop(struct stubwatch *w)
 		pthread_join(w->thread, NULL);
 		w->started = false;
 	}
+	/* The opens the sandbox made before it was killed are still recorded (the writer
+	 * is closed after this). */
+	while (drain(w, w->opens))
+		;
 	/* Queued events a killed opener no longer waits on: answered all the same. */
 	if (w->fan >= 0) {
 		w->s = NULL;
-		while (drain(w))
+		while (drain(w, w->fan))
 			;
 	}
 	w->fan = safe_close(w->fan);
+	w->opens = safe_close(w->opens);
 	w->stop = safe_close(w->stop);
+}
+
+int stubwatch_open_recorder(struct stubwatch *w)
+{
+#if MOAT_TEST_HOOKS
+	if (getenv("MOAT_TEST_NO_FANOTIFY"))
+		return -EPERM;
+#endif
+	/* FAN_REPORT_TID: the opening thread, as a trapped call's record names it.
+	 * FAN_UNLIMITED_QUEUE: an overflow would lose records. */
+	w->opens = fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK | FAN_REPORT_TID |
+					 FAN_UNLIMITED_QUEUE,
+				 O_RDONLY | O_CLOEXEC | O_LARGEFILE | O_NOATIME);
+	return w->opens < 0 ? negative_errno() : 0;
+}
+
+void stubwatch_close_recorder(struct stubwatch *w)
+{
+	w->opens = safe_close(w->opens);
+}
+
+/* Mount marks take CAP_SYS_ADMIN, which the confined supervisor keeps in its permitted
+ * set only: raised for them, on this thread, then the sets as they were (was). */
+static int raise_admin(struct __user_cap_data_struct was[2])
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2];
+
+	if (syscall(SYS_capget, &h, was) < 0)
+		return negative_errno();
+	memcpy(d, was, sizeof(d));
+	d[CAP_SYS_ADMIN / 32].effective |= d[CAP_SYS_ADMIN / 32].permitted &
+					    (1u << (CAP_SYS_ADMIN % 32));
+	return syscall(SYS_capset, &h, d) < 0 ? negative_errno() : 0;
+}
+
+static void restore_caps(struct __user_cap_data_struct was[2])
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+
+	/* within the permitted set: cannot fail; if it did, this thread would go on with
+	 * CAP_SYS_ADMIN: stop rather */
+	if (syscall(SYS_capset, &h, was) < 0) {
+		log_error("cannot lower the capabilities raised for the mount marks: %s",
+			  strerror(errno));
+		abort();
+	}
+}
+
+/* mountinfo's octal escapes (\040 for a space), undone in place */
+static void unescape(char *p)
+{
+	char *o = p;
+
+	for (; *p; p++, o++) {
+		if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' && p[2] <= '7' &&
+		    p[3] >= '0' && p[3] <= '7') {
+			*o = (char)((p[1] - '0') * 64 + (p[2] - '0') * 8 + (p[3] - '0'));
+			p += 3;
+		} else {
+			*o = *p;
+		}
+	}
+	*o = '\0';
+}
+
+int stubwatch_mark_mounts(struct stubwatch *w, pid_t keeper, int rootfd)
+{
+	char path[64], *line = NULL;
+	_cleanup_fclose_ FILE *f = NULL;
+	struct __user_cap_data_struct was[2];
+	size_t cap = 0;
+	bool raised;
+	int r = 0, marked = 0;
+
+	if (w->opens < 0)
+		return -EBADF;
+	w->keeper = keeper;
+	/* the keeper's root is the sandbox's: its mount points are the virtual paths */
+	snprintf(path, sizeof(path), "/proc/%d/mountinfo", keeper);
+	f = fopen(path, "re");
+	if (!f)
+		return negative_errno();
+	raised = raise_admin(was) >= 0;
+	while (r >= 0 && getline(&line, &cap, f) > 0) {
+		struct open_how how = { .flags = O_PATH | O_CLOEXEC,
+					.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS |
+						   RESOLVE_NO_MAGICLINKS };
+		char *mp = line, *end;
+		_cleanup_close_ int fd = -1;
+
+		/* ID PARENT MAJOR:MINOR ROOT MOUNT-POINT ... */
+		for (int i = 0; i < 4 && mp; i++)
+			mp = strchr(mp + 1, ' ');
+		if (!mp)
+			continue;
+		mp++;
+		end = strchr(mp, ' ');
+		if (!end)
+			continue;
+		*end = '\0';
+		unescape(mp);
+		fd = (int)syscall(SYS_openat2, rootfd, mp[1] ? mp + 1 : ".", &how, sizeof(how));
+		if (fd < 0)
+			continue; /* below a later mount, or no path the sandbox sees */
+		/* named through the fd's magic link: fanotify_mark() takes no O_PATH fd
+		 * alone, and the link is the mount RESOLVE_IN_ROOT reached */
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		if (fanotify_mark(w->opens, FAN_MARK_ADD | FAN_MARK_MOUNT, FAN_OPEN | FAN_OPEN_EXEC,
+				  AT_FDCWD, path) < 0)
+			r = negative_errno();
+		else
+			marked++;
+	}
+	free(line);
+	if (raised)
+		restore_caps(was);
+	return r < 0 ? r : marked;
 }

@@ -31,13 +31,15 @@ struct sup_ctx;
 
 struct stubwatch {
 	int fan;     /* the fanotify group, or -1 */
+	int opens;   /* --audit: the notification group that reports native opens, or -1 */
+	pid_t keeper; /* its opens are not the sandbox's */
 	int stop;    /* eventfd: the thread ends when it is written */
 	bool started;
 	pthread_t thread;
 	struct sup_ctx *s;
 };
 
-#define STUBWATCH_INIT { .fan = -1, .stop = -1 }
+#define STUBWATCH_INIT { .fan = -1, .opens = -1, .stop = -1 }
 
 /* 0, or -errno (EPERM: not root; MOAT_TEST_NO_FANOTIFY in test_hooks builds). */
 int stubwatch_open(struct stubwatch *w);
@@ -51,3 +53,23 @@ int stubwatch_start(struct stubwatch *w, struct sup_ctx *s);
 void stubwatch_expect(struct sup_ctx *s, pid_t tid);
 void stubwatch_forget(struct sup_ctx *s, pid_t tid);
 void stubwatch_stop(struct stubwatch *w);
+
+/*
+ * --audit with read-only opens native (root only, as the marks on the stubs): a second
+ * group, of notification events, with a mount mark (FAN_OPEN) on every mount of the
+ * sandbox's namespace, so that each open the kernel performs there is recorded in the
+ * stream (`openat`, `O_RDONLY`, decision `native`, the rule the path falls under)
+ * without a round trip: the opener does not wait. Opens the supervisor continued
+ * (creates, write opens: trapped) are recorded by their handler and left out here
+ * (stubwatch_expect_open()); exec opens are recorded as execs; the supervisor's and
+ * the keeper's own opens are not the sandbox's. A denied open of a stub is recorded
+ * as denied. stubwatch_open_recorder() with stubwatch_open(), before the supervisor
+ * confines itself (FAN_UNLIMITED_QUEUE: no event lost); stubwatch_mark_mounts() when
+ * the keeper's mounts are ready (SYNC_MOUNTS_READY, before the command exists: no
+ * open of the sandbox's goes unseen), which raises CAP_SYS_ADMIN from the permitted set
+ * for the marks; stubwatch_close_recorder() if the run traps its opens after all.
+ */
+int stubwatch_open_recorder(struct stubwatch *w);
+int stubwatch_mark_mounts(struct stubwatch *w, pid_t keeper, int rootfd);
+void stubwatch_close_recorder(struct stubwatch *w);
+void stubwatch_expect_open(struct sup_ctx *s, pid_t tid, const char *vpath);

@@ -470,6 +470,42 @@ static bool maps_ptmx(const struct vfs *v)
 	return found;
 }
 
+/* --audit where nothing else asks for moat's own creates: the native-creates conditions
+ * but for --audit (docs/threat-model.md, "Native creates"), so that the kernel's view
+ * refuses every write the policy refuses and creates may be checked and continued. */
+static bool audit_writes_ok(const struct run *R)
+{
+	const struct sup_opts *o = R->o;
+
+	return o->audit_path && !o->report_path && !o->cow && !o->verbose &&
+	       R->feat.landlock_abi > 0 && !maps_ptmx(o->vfs);
+}
+
+/* --audit's native opens are recorded from a mark on each of the sandbox's mounts, in
+ * place before the command exists (the keeper sends its listener after this). A covering
+ * over its budget traps every open again (the keeper's filter): then no events. Without
+ * the marks the opens would go unrecorded: the run does not start. */
+static void mark_mounts(struct run *R, int root, bool trapped)
+{
+	int r;
+
+	if (trapped) {
+		R->ctx.record_native_opens = false;
+		stubwatch_close_recorder(&R->stubs);
+		return;
+	}
+	r = root < 0 ? -EBADF : stubwatch_mark_mounts(&R->stubs, R->keeper, root);
+	if (r > 0) {
+		log_debug("open events: %d mounts marked", r);
+		return;
+	}
+	R->setup_errno = r < 0 ? -r : ENOENT;
+	R->setup_stage = 0;
+	log_error("cannot watch the sandbox's mounts for the audit stream's opens: %s",
+		  strerror(R->setup_errno));
+	stop(R, SUP_REASON_SETUP_FAILED, 0);
+}
+
 static void take_listener(struct run *R, pid_t from, int remote_fd)
 {
 	_cleanup_close_ int pidfd = -1;
@@ -597,6 +633,8 @@ static void on_sync(struct run *R)
 		/* No notifier is working yet: the keeper sends this before it forks the
 		 * command, whose listener arrives after it on this socket. */
 		rebase_vfs(R, cred.pid, passed);
+		if (cred.pid == R->keeper && R->stubs.opens >= 0)
+			mark_mounts(R, passed, m.value & SPAWN_COVER_INCOMPLETE);
 		if (cred.pid == R->keeper && (m.value & SPAWN_COVER_INCOMPLETE)) {
 			/* An incomplete covering may have left a glob match in the
 			 * namespace: a path swapped after a CONTINUE could reach it. */
@@ -1194,6 +1232,9 @@ static void audit_header(struct run *R)
 		{ "cgroup", R->have_cg, R->have_cg ? (R->cg.version == 2 ? "v2" : "v1") : R->cg_why },
 		{ "pidfd_getfd", R->feat.pidfd_getfd, NULL },
 		{ "proc_connector", proctrack_connected(R->ctx.proctrack), R->proctrack_why },
+		{ "native_opens_from_fanotify", R->ctx.record_native_opens,
+		  R->ctx.record_native_opens ? "read-only opens run natively and are recorded "
+					       "from the kernel's open events (dec native)" : NULL },
 		/* last: left out where unknown */
 		{ "metadata_calls_recorded", R->meta_trapped,
 		  R->meta_trapped ? NULL
@@ -1527,6 +1568,7 @@ static struct run *run_new(struct sup_opts *o)
 	R->ctx.listener = -1;
 	R->stubs = (struct stubwatch)STUBWATCH_INIT;
 	pthread_mutex_init(&R->ctx.lock, NULL);
+	pthread_mutex_init(&R->ctx.open_expected_lock, NULL);
 	R->epfd = R->sigfd = R->timerfd = R->syncfd = R->pidfd = R->cmd_pidfd = -1;
 	R->report_out = (struct out_file)OUT_FILE_INIT;
 	R->audit_out = (struct out_file)OUT_FILE_INIT;
@@ -1785,6 +1827,19 @@ int sup_run(struct sup_opts *o)
 				R->ctx.continue_denied_opens = true;
 			else if (r >= 0)
 				fk = SUP_FILTER_NATIVE_OPEN;
+		} else if (R->ctx.continue_ro_opens && R->ctx.namespaced && audit_writes_ok(R)) {
+			/* --audit: native as well, each recorded from the kernel's open event
+			 * (stubwatch.h), where creates are continued too (below) */
+			r = stubwatch_open(&R->stubs);
+			if (r >= 0)
+				r = stubwatch_open_recorder(&R->stubs);
+			if (r >= 0) {
+				fk = SUP_FILTER_NATIVE_OPEN;
+				R->ctx.record_native_opens = true;
+			} else {
+				stubwatch_close_recorder(&R->stubs);
+				R->stubs.fan = safe_close(R->stubs.fan);
+			}
 		}
 		R->open_path = fk == SUP_FILTER_NATIVE_OPEN ? "native"
 			       : R->ctx.continue_ro_opens ? "continued" : "emulated";
@@ -1802,9 +1857,8 @@ int sup_run(struct sup_opts *o)
 			atomic_store(&R->ctx.comm_nocache, true);
 			log_info("creates, removes, write opens and execs: native, links "
 				 "and renames checked (no change set asked for)");
-		} else if (fk == SUP_FILTER_NAMESPACED && o->audit_path && R->ctx.continue_ro_opens &&
-			   !o->report_path && !o->cow && !o->verbose && R->feat.landlock_abi > 0 &&
-			   !maps_ptmx(o->vfs)) {
+		} else if ((fk == SUP_FILTER_NAMESPACED || R->ctx.record_native_opens) &&
+			   R->ctx.continue_ro_opens && audit_writes_ok(R)) {
 			/* The same conditions, but --audit records every call: they stay
 			 * trapped, and are checked, recorded and continued (ctx.h). */
 			R->ctx.continue_writes = true;
@@ -1817,7 +1871,11 @@ int sup_run(struct sup_opts *o)
 				 o->verbose && R->ctx.continue_denied_opens ?
 				 "-v names every denial" : "the kernel's view does not decide them");
 		}
-		if (fk == SUP_FILTER_NATIVE_OPEN || fk == SUP_FILTER_NATIVE_WRITE)
+		if (R->ctx.record_native_opens)
+			log_info("read-only opens: native, each recorded from the kernel's open "
+				 "event (fanotify); an open of a hidden path meets its stub, "
+				 "refused (EPERM) and recorded");
+		else if (fk == SUP_FILTER_NATIVE_OPEN || fk == SUP_FILTER_NATIVE_WRITE)
 			log_info("read-only opens: native; an open of a hidden path meets its "
 				 "stub, refused (EPERM) and reported through fanotify");
 		else if (R->ctx.continue_denied_opens)

@@ -3,8 +3,9 @@
 # though moat keeps the text between calls: a PR_SET_NAME (even with garbage in the
 # option's upper half), a write to /proc/.../comm from another thread and an exec each
 # show in the very next record. (The /proc write needs --bind /proc: the default profile
-# maps /proc read-only.) The probes are opens, which the stream records in every mode
-# (namespaced, stat runs natively and is not recorded).
+# maps /proc read-only.) The probes are creates, which moat traps and records in every
+# mode (namespaced, stat runs natively and is not recorded, and a read-only open is
+# recorded from the kernel's open event, whose comm is read when moat reads the event).
 . "$(dirname "$0")/lib.sh"
 plan 10
 
@@ -13,7 +14,7 @@ import ctypes, os, threading
 libc = ctypes.CDLL(None, use_errno=True)
 def probe(name):
     try:
-        os.close(os.open(name, os.O_RDONLY))
+        os.close(os.open(name, os.O_WRONLY | os.O_CREAT, 0o600))
     except OSError:
         pass
 probe("m-before")
@@ -30,7 +31,7 @@ t = threading.Thread(target=rename)
 t.start()
 t.join()
 probe("m-proc")
-os.execv("/bin/sh", ["sh", "-c", "exec /bin/cat m-exec >/dev/null 2>&1"])
+os.execv("/bin/sh", ["sh", "-c", "exec /usr/bin/touch m-exec >/dev/null 2>&1"])
 PYEOF
 [ "$(uname -m)" = x86_64 ] || skip_all "the raw prctl number in rename.py is x86_64's"
 
@@ -40,6 +41,7 @@ for mode in namespaced unnamespaced; do
 	"$MOAT" run -q --output-in-workspace --mode "$mode" --bind /proc --audit c.moat -- "$PY" rename.py >out.txt 2>&1
 	"$MOAT" audit dump --json c.moat > c.json 2>/dev/null
 	comm_of() { jq -r --arg p "$1" 'select(.type=="sys" and .path==$p) | .comm' c.json | sort -u | tr '\n' ' '; }
+	rm -f m-before m-prctl m-prctl2 m-sneaky m-proc m-exec
 	check() {
 		local got
 		got=$(comm_of "$1")
@@ -50,6 +52,6 @@ for mode in namespaced unnamespaced; do
 	check m-prctl renamed
 	check m-sneaky sneaky
 	check m-proc viaproc
-	check m-exec cat
+	check m-exec touch
 done
 finish
