@@ -20,11 +20,16 @@
  * is answered. So this method is for callers that can deny the restarted call again; it
  * gives up after a short wait instead of blocking the supervisor.
  *
+ * libunwind is opened on the first ptrace capture, not linked: every cold `moat run`
+ * paid for loading it and its three dependencies (the dynamic loader's relocations
+ * and page faults) though only this method uses it.
+ *
  * Both methods name modules from /proc/<pid>/maps, read the build-id from the ELF
  * note and symbols from .symtab/.dynsym of the mapped file (through
  * /proc/<pid>/map_files, so the tracee's mount namespace is respected), with bounded
  * reads into private memory (see struct elf_mod).
  */
+#include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -600,6 +605,49 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* libunwind's entry points are macros naming its per-architecture symbols
+ * (unw_step is _Ux86_64_step): the macro's expansion is the name to look up. */
+#define UNW_NAME_(f) #f
+#define UNW_NAME(f) UNW_NAME_(f)
+
+static struct {
+	__typeof__(unw_create_addr_space) *create_addr_space;
+	__typeof__(unw_destroy_addr_space) *destroy_addr_space;
+	__typeof__(unw_init_remote) *init_remote;
+	__typeof__(unw_get_reg) *get_reg;
+	__typeof__(unw_get_proc_name) *get_proc_name;
+	__typeof__(unw_step) *step;
+	__typeof__(_UPT_create) *upt_create;
+	__typeof__(_UPT_destroy) *upt_destroy;
+	unw_accessors_t *upt_accessors;
+	bool ok;
+} unw;
+static pthread_once_t unw_once = PTHREAD_ONCE_INIT;
+
+static void unw_load(void)
+{
+	/* Never closed: the process keeps them until it exits. Debian's libunwind-ptrace
+	 * does not name the library it needs (the architecture's, which brings libunwind
+	 * and liblzma): that one first, global, for the second to bind to. */
+	void *arch = dlopen("libunwind-" UNW_NAME(UNW_TARGET) ".so.8", RTLD_NOW | RTLD_GLOBAL);
+	void *upt = arch ? dlopen("libunwind-ptrace.so.0", RTLD_NOW | RTLD_LOCAL) : NULL;
+
+	if (!upt)
+		return;
+	unw.create_addr_space = dlsym(arch, UNW_NAME(unw_create_addr_space));
+	unw.destroy_addr_space = dlsym(arch, UNW_NAME(unw_destroy_addr_space));
+	unw.init_remote = dlsym(arch, UNW_NAME(unw_init_remote));
+	unw.get_reg = dlsym(arch, UNW_NAME(unw_get_reg));
+	unw.get_proc_name = dlsym(arch, UNW_NAME(unw_get_proc_name));
+	unw.step = dlsym(arch, UNW_NAME(unw_step));
+	unw.upt_create = dlsym(upt, "_UPT_create");
+	unw.upt_destroy = dlsym(upt, "_UPT_destroy");
+	unw.upt_accessors = dlsym(upt, "_UPT_accessors");
+	unw.ok = unw.create_addr_space && unw.destroy_addr_space && unw.init_remote &&
+		 unw.get_reg && unw.get_proc_name && unw.step && unw.upt_create &&
+		 unw.upt_destroy && unw.upt_accessors;
+}
+
 static int capture_ptrace(pid_t pid, pid_t tid, const struct maps *m, struct audit_frame *frames,
 			  size_t max, struct strbuf *sb)
 {
@@ -609,6 +657,9 @@ static int capture_ptrace(pid_t pid, pid_t tid, const struct maps *m, struct aud
 	uint64_t deadline;
 	int st, w = 0, n = 0, r;
 
+	pthread_once(&unw_once, unw_load);
+	if (!unw.ok)
+		return -ENOSYS; /* no libunwind-ptrace on this host */
 	if (ptrace(PTRACE_SEIZE, tid, 0, 0) < 0)
 		return -errno;
 	if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) < 0) {
@@ -628,27 +679,27 @@ static int capture_ptrace(pid_t pid, pid_t tid, const struct maps *m, struct aud
 	if (w <= 0 || !WIFSTOPPED(st))
 		return -ETIMEDOUT;
 
-	as = unw_create_addr_space(&_UPT_accessors, 0);
-	upt = as ? _UPT_create(tid) : NULL;
-	r = upt ? unw_init_remote(&c, as, upt) : -1;
+	as = unw.create_addr_space(unw.upt_accessors, 0);
+	upt = as ? unw.upt_create(tid) : NULL;
+	r = upt ? unw.init_remote(&c, as, upt) : -1;
 	while (r >= 0 && (size_t)n < max) {
 		unw_word_t ip, off = 0;
 		char name[256];
 
-		if (unw_get_reg(&c, UNW_REG_IP, &ip) < 0)
+		if (unw.get_reg(&c, UNW_REG_IP, &ip) < 0)
 			break;
-		if (unw_get_proc_name(&c, name, sizeof(name), &off) == 0)
+		if (unw.get_proc_name(&c, name, sizeof(name), &off) == 0)
 			fill_frame(pid, m, ip, name, off, sb, &frames[n]);
 		else
 			fill_frame(pid, m, ip, NULL, 0, sb, &frames[n]);
 		n++;
-		if (unw_step(&c) <= 0)
+		if (unw.step(&c) <= 0)
 			break;
 	}
 	if (upt)
-		_UPT_destroy(upt);
+		unw.upt_destroy(upt);
 	if (as)
-		unw_destroy_addr_space(as);
+		unw.destroy_addr_space(as);
 	ptrace(PTRACE_DETACH, tid, 0, 0);
 	return n > 0 ? n : -EIO;
 }

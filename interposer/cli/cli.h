@@ -69,11 +69,11 @@ int run_args_parse(struct run_args *a, int argc, char **argv, struct moat_error 
 int run_args_check(const struct run_args *a, int argc, struct moat_error *e);
 
 /*
- * Builds a->o.vfs, a->o.net and the canonical policy (json and hash) from the policy
- * items. On failure e says why: a --policy file that did not load, a directive the
- * modules refused, or no memory.
+ * Builds a->o.vfs, a->o.net and, when canonical, the canonical policy (json and hash;
+ * else a->o.policy_json stays NULL) from the policy items. On failure e says why: a
+ * --policy file that did not load, a directive the modules refused, or no memory.
  */
-int run_args_build_policy(struct run_args *a, struct moat_error *e);
+int run_args_build_policy(struct run_args *a, bool canonical, struct moat_error *e);
 
 void run_args_done(struct run_args *a);
 

@@ -111,7 +111,7 @@ static int policy_check(struct run_args *a, int argc, char **argv)
 		moat_error_set(&e, EINVAL, "policy check takes one FILE");
 		return cli_usage_error(policy_usage, &e);
 	}
-	if (policy_load_file(&a->policy, argv[2], &e) < 0 || run_args_build_policy(a, &e) < 0) {
+	if (policy_load_file(&a->policy, argv[2], &e) < 0 || run_args_build_policy(a, true, &e) < 0) {
 		log_error("%s", moat_error_str(&e));
 		return MOAT_EXIT_FAILURE;
 	}
@@ -136,7 +136,7 @@ static int policy_show(struct run_args *a, int argc, char **argv)
 		fputs(policy_usage, stdout);
 		return 0;
 	}
-	if (run_args_build_policy(a, &e) < 0) {
+	if (run_args_build_policy(a, true, &e) < 0) {
 		log_error("%s", moat_error_str(&e));
 		return MOAT_EXIT_FAILURE;
 	}

@@ -417,7 +417,7 @@ int run_args_check(const struct run_args *a, int argc, struct moat_error *e)
 	return 0;
 }
 
-int run_args_build_policy(struct run_args *a, struct moat_error *e)
+int run_args_build_policy(struct run_args *a, bool canonical, struct moat_error *e)
 {
 	int r;
 
@@ -429,7 +429,8 @@ int run_args_build_policy(struct run_args *a, struct moat_error *e)
 	if (r < 0)
 		return r;
 	a->o.pm = &a->pm;
-	if (policy_canonical(a->o.vfs, a->o.net, &a->o.policy_json, a->o.policy_hash) < 0)
+	if (canonical &&
+	    policy_canonical(a->o.vfs, a->o.net, &a->o.policy_json, a->o.policy_hash) < 0)
 		return moat_error_set(e, ENOMEM, "out of memory");
 	return 0;
 }

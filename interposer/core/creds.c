@@ -79,7 +79,11 @@ struct status {
 	gid_t groups[MAX_GROUPS];
 };
 
-static __thread struct {
+/* A notifier thread's state, about 33 KiB with its buffers: allocated by
+ * creds_thread_init(), so that the other threads (the loop, the exec tracer, the stub
+ * watcher, the relay) do not each get it zeroed in their TLS at creation, page by page
+ * (a fault each, about 10 us on a paravirtualised VM, on a cold start's path). */
+struct creds_thread {
 	bool ready;
 	bool acting;            /* effective capabilities are the caller's, not ours */
 	uint32_t self_eff[2], self_prm[2], self_inh[2];
@@ -99,7 +103,8 @@ static __thread struct {
 	gid_t fixed_gid;
 	struct status st;
 	char buf[16384];
-} T;
+};
+static __thread struct creds_thread *T;
 
 static uint64_t caps64(const uint32_t v[2])
 {
@@ -114,8 +119,8 @@ static int set_effective(uint64_t eff)
 	for (int i = 0; i < 2; i++)
 		d[i] = (struct __user_cap_data_struct){
 			.effective = (uint32_t)(eff >> (32 * i)),
-			.permitted = T.self_prm[i],
-			.inheritable = T.self_inh[i],
+			.permitted = T->self_prm[i],
+			.inheritable = T->self_inh[i],
 		};
 	return RET_NERRNO(syscall(SYS_capset, &h, d));
 }
@@ -126,6 +131,8 @@ int creds_thread_init(void)
 	struct __user_cap_data_struct d[2];
 	long n;
 
+	if (!T && !(T = calloc(1, sizeof(*T))))
+		return -ENOMEM;
 	/* A umask of our own: the process's is shared with the main loop and the other
 	 * notifier threads. This also gives the thread its own cwd, which nothing uses. */
 	if (unshare(CLONE_FS) < 0)
@@ -133,35 +140,35 @@ int creds_thread_init(void)
 	if (syscall(SYS_capget, &h, d) < 0)
 		return negative_errno();
 	for (int i = 0; i < 2; i++) {
-		T.self_eff[i] = d[i].effective;
-		T.self_prm[i] = d[i].permitted;
-		T.self_inh[i] = d[i].inheritable;
+		T->self_eff[i] = d[i].effective;
+		T->self_prm[i] = d[i].permitted;
+		T->self_inh[i] = d[i].inheritable;
 	}
 	/* setfsuid/setfsgid with an invalid id change nothing and return the current one */
-	T.cur.fsuid = (uid_t)syscall(SYS_setfsuid, -1);
-	T.cur.fsgid = (gid_t)syscall(SYS_setfsgid, -1);
-	n = syscall(SYS_getgroups, MAX_GROUPS, T.cur.groups);
+	T->cur.fsuid = (uid_t)syscall(SYS_setfsuid, -1);
+	T->cur.fsgid = (gid_t)syscall(SYS_setfsgid, -1);
+	n = syscall(SYS_getgroups, MAX_GROUPS, T->cur.groups);
 	if (n < 0)
 		return negative_errno();
-	T.cur.ngroups = (int)n;
-	T.cur.umask = umask(0);
-	umask(T.cur.umask);
-	T.cur.caps = caps64(T.self_eff);
+	T->cur.ngroups = (int)n;
+	T->cur.umask = umask(0);
+	umask(T->cur.umask);
+	T->cur.caps = caps64(T->self_eff);
 	for (size_t i = 0; i < STATUS_FDS; i++)
-		T.fds[i].fd = -1;
-	T.ready = true;
+		T->fds[i].fd = -1;
+	T->ready = true;
 	return 0;
 }
 
 void creds_thread_done(void)
 {
-	for (size_t i = 0; i < STATUS_FDS; i++) {
-		if (T.fds[i].fd >= 0)
-			close(T.fds[i].fd);
-		T.fds[i].fd = -1;
-		T.fds[i].tid = 0;
-	}
-	T.ready = false;
+	if (!T)
+		return;
+	for (size_t i = 0; i < STATUS_FDS; i++)
+		if (T->fds[i].fd >= 0)
+			close(T->fds[i].fd);
+	free(T);
+	T = NULL;
 }
 
 /* The status fd slot of tid: its own, else the least recently used one, emptied. */
@@ -170,19 +177,19 @@ static int status_slot(pid_t tid)
 	size_t slot = 0;
 
 	for (size_t i = 0; i < STATUS_FDS; i++) {
-		if (T.fds[i].tid == tid) {
+		if (T->fds[i].tid == tid) {
 			slot = i;
 			goto found;
 		}
-		if (T.fds[i].used < T.fds[slot].used)
+		if (T->fds[i].used < T->fds[slot].used)
 			slot = i;
 	}
-	if (T.fds[slot].fd >= 0)
-		close(T.fds[slot].fd);
-	T.fds[slot].tid = tid;
-	T.fds[slot].fd = -1;
+	if (T->fds[slot].fd >= 0)
+		close(T->fds[slot].fd);
+	T->fds[slot].tid = tid;
+	T->fds[slot].fd = -1;
 found:
-	T.fds[slot].used = ++T.clock;
+	T->fds[slot].used = ++T->clock;
 	return (int)slot;
 }
 
@@ -192,7 +199,7 @@ static int read_status(pid_t tid, size_t *ret_len)
 	ssize_t n = -1;
 
 	for (int attempt = 0; attempt < 2 && n <= 0; attempt++) {
-		int *fd = &T.fds[slot].fd;
+		int *fd = &T->fds[slot].fd;
 
 		if (*fd < 0) {
 			char p[40];
@@ -202,7 +209,7 @@ static int read_status(pid_t tid, size_t *ret_len)
 			if (*fd < 0)
 				return -ESRCH;
 		}
-		n = pread(*fd, T.buf, sizeof(T.buf) - 1, 0);
+		n = pread(*fd, T->buf, sizeof(T->buf) - 1, 0);
 		if (n <= 0) {
 			/* the task is gone: the tid may be another's now */
 			close(*fd);
@@ -211,16 +218,16 @@ static int read_status(pid_t tid, size_t *ret_len)
 	}
 	if (n <= 0)
 		return -ESRCH;
-	if ((size_t)n >= sizeof(T.buf) - 1)
+	if ((size_t)n >= sizeof(T->buf) - 1)
 		return -E2BIG; /* a list of groups this long: refuse rather than guess */
-	T.buf[n] = '\0';
+	T->buf[n] = '\0';
 	*ret_len = (size_t)n;
 	return 0;
 }
 
 static const char *field(const char *key)
 {
-	const char *p = strstr(T.buf, key);
+	const char *p = strstr(T->buf, key);
 
 	return p ? p + strlen(key) : NULL;
 }
@@ -290,8 +297,8 @@ static int parse_status(struct status *st)
 
 static bool same_groups(const struct status *st)
 {
-	return st->ngroups == T.cur.ngroups &&
-	       memcmp(st->groups, T.cur.groups, (size_t)st->ngroups * sizeof(gid_t)) == 0;
+	return st->ngroups == T->cur.ngroups &&
+	       memcmp(st->groups, T->cur.groups, (size_t)st->ngroups * sizeof(gid_t)) == 0;
 }
 
 /* Credentials no thread can change (creds.h, CREDS_FIXED): one uid, one gid, no
@@ -307,42 +314,43 @@ static bool fixed_shape(const struct status *st)
 /* After a status read for a CREDS_FIXED run: may the next calls skip theirs? */
 static void fixed_note(const struct status *st)
 {
-	if (T.fixed_broken)
+	if (T->fixed_broken)
 		return;
 	if (!fixed_shape(st) ||
-	    (T.fixed_ok && (st->uid[0] != T.fixed_uid || st->gid[0] != T.fixed_gid))) {
+	    (T->fixed_ok && (st->uid[0] != T->fixed_uid || st->gid[0] != T->fixed_gid))) {
 		/* not what start-up promised: read every status from now on */
-		T.fixed_broken = true;
-		T.fixed_ok = false;
+		T->fixed_broken = true;
+		T->fixed_ok = false;
 		return;
 	}
-	T.fixed_uid = st->uid[0];
-	T.fixed_gid = st->gid[0];
-	T.fixed_ok = true;
+	T->fixed_uid = st->uid[0];
+	T->fixed_gid = st->gid[0];
+	T->fixed_ok = true;
 }
 
 int creds_caller(pid_t tid, uint64_t id, unsigned flags)
 {
-	struct status *st = &T.st;
+	struct status *st;
 	uid_t fsuid;
 	gid_t fsgid;
 	uint64_t caps;
 	size_t len;
 	int r;
 
-	if (!T.ready)
+	if (!T || !T->ready)
 		return -EACCES;
-	if ((flags & CREDS_FIXED) && T.fixed_ok && !T.fixed_broken) {
+	st = &T->st;
+	if ((flags & CREDS_FIXED) && T->fixed_ok && !T->fixed_broken) {
 		/* st is every caller's but for its umask, which this call does not use */
-	} else if (T.last_id != id || T.last_tid != tid) {
-		T.last_tid = 0;
+	} else if (T->last_id != id || T->last_tid != tid) {
+		T->last_tid = 0;
 		r = read_status(tid, &len);
 		if (r < 0)
 			return r == -ESRCH ? -ESRCH : -EACCES;
 		if (parse_status(st) < 0)
 			return -EACCES;
-		T.last_id = id;
-		T.last_tid = tid;
+		T->last_id = id;
+		T->last_tid = tid;
 		if (flags & CREDS_FIXED)
 			fixed_note(st);
 	}
@@ -356,64 +364,64 @@ int creds_caller(pid_t tid, uint64_t id, unsigned flags)
 		fsgid = st->gid[3];
 		caps = st->cap_eff;
 	}
-	caps &= FILE_CAPS & caps64(T.self_prm);
+	caps &= FILE_CAPS & caps64(T->self_prm);
 
-	if (fsuid != T.cur.fsuid || fsgid != T.cur.fsgid || !same_groups(st)) {
+	if (fsuid != T->cur.fsuid || fsgid != T->cur.fsgid || !same_groups(st)) {
 		/* changing them takes CAP_SETUID/CAP_SETGID: our own set first */
 		creds_self();
 		if (!same_groups(st)) {
 			if (syscall(SYS_setgroups, (size_t)st->ngroups, st->groups) < 0)
 				return -EACCES;
-			T.cur.ngroups = st->ngroups;
-			memcpy(T.cur.groups, st->groups, (size_t)st->ngroups * sizeof(gid_t));
+			T->cur.ngroups = st->ngroups;
+			memcpy(T->cur.groups, st->groups, (size_t)st->ngroups * sizeof(gid_t));
 		}
-		if (fsgid != T.cur.fsgid) {
+		if (fsgid != T->cur.fsgid) {
 			syscall(SYS_setfsgid, fsgid);
-			T.cur.fsgid = (gid_t)syscall(SYS_setfsgid, -1);
-			if (T.cur.fsgid != fsgid)
+			T->cur.fsgid = (gid_t)syscall(SYS_setfsgid, -1);
+			if (T->cur.fsgid != fsgid)
 				return -EACCES;
 		}
-		if (fsuid != T.cur.fsuid) {
+		if (fsuid != T->cur.fsuid) {
 			/* (this also changes the effective set when it crosses 0: set below) */
 			syscall(SYS_setfsuid, fsuid);
-			T.cur.fsuid = (uid_t)syscall(SYS_setfsuid, -1);
-			if (T.cur.fsuid != fsuid)
+			T->cur.fsuid = (uid_t)syscall(SYS_setfsuid, -1);
+			if (T->cur.fsuid != fsuid)
 				return -EACCES;
 		}
-		T.acting = false;
+		T->acting = false;
 	}
-	if (st->umask != T.cur.umask) {
+	if (st->umask != T->cur.umask) {
 		umask(st->umask);
-		T.cur.umask = st->umask;
+		T->cur.umask = st->umask;
 	}
-	if (!T.acting || caps != T.cur.caps) {
+	if (!T->acting || caps != T->cur.caps) {
 		r = set_effective(caps);
 		if (r < 0)
 			return -EACCES;
-		T.cur.caps = caps;
-		T.acting = true;
+		T->cur.caps = caps;
+		T->acting = true;
 	}
 	return 0;
 }
 
 bool creds_self(void)
 {
-	if (!T.acting)
+	if (!T || !T->acting)
 		return false;
 	/* Cannot fail: the set is our own permitted one. If it did, the thread would only
 	 * hold less than it needs. */
-	(void)set_effective(caps64(T.self_eff));
-	T.acting = false;
+	(void)set_effective(caps64(T->self_eff));
+	T->acting = false;
 	return true;
 }
 
 int creds_resume(bool was_caller)
 {
-	if (!was_caller || T.acting)
+	if (!was_caller || !T || T->acting)
 		return 0;
-	if (set_effective(T.cur.caps) < 0)
+	if (set_effective(T->cur.caps) < 0)
 		return -EACCES;
-	T.acting = true;
+	T->acting = true;
 	return 0;
 }
 

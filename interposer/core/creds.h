@@ -54,7 +54,7 @@
 /* Once per notifier thread, before it serves anything: own fs_struct (umask), own
  * credentials recorded. -errno: the thread must not serve (it could only act as us). */
 int creds_thread_init(void);
-/* Close what the thread keeps open. */
+/* Close what the thread keeps open and free its state. */
 void creds_thread_done(void);
 /* Act as the calling thread tid of notification id. -errno when its credentials cannot
  * be read or taken exactly: the operation must not run then. */

@@ -22,7 +22,8 @@
  * later inherit the reduced sets. Capabilities are per thread, so this runs on the main
  * thread before the notifier threads and the audit writer exist.
  *
- * Then a seccomp filter of its own, on every thread (TSYNC), refuses with EPERM what it
+ * Then a seccomp filter of its own (sup_confine_build() in filter.c, compiled at build
+ * time), on every thread (TSYNC), refuses with EPERM what it
  * never does once running: exec, mounts and namespaces (only unshare(CLONE_FS), which
  * a notifier thread makes for its own umask), changing its real or effective ids,
  * kernel modules, kexec, bpf, perf, keyrings, userfaultfd, io_uring (whose operations
@@ -32,8 +33,9 @@
  */
 #include <errno.h>
 #include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sched.h>
-#include <seccomp.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -46,25 +48,6 @@
 #define SUPERVISOR_CAPS                                                                            \
 	(CAP_BIT(CAP_SETUID) | CAP_BIT(CAP_SETGID) | CAP_BIT(CAP_SYS_PTRACE) | CAP_BIT(CAP_KILL) |  \
 	 CAP_BIT(CAP_DAC_READ_SEARCH) | CAP_BIT(CAP_DAC_OVERRIDE) | CAP_BIT(CAP_FOWNER))
-
-static const char *const denied_syscalls[] = {
-	"execve", "execveat",
-	"mount", "umount2", "pivot_root", "chroot", "move_mount", "open_tree", "fsopen",
-	"fsconfig", "fsmount", "fspick", "mount_setattr", "setns",
-	"setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid",
-	"init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load",
-	"bpf", "perf_event_open", "keyctl", "add_key", "request_key", "userfaultfd",
-	"io_uring_setup", "io_uring_enter", "io_uring_register",
-	"open_by_handle_at", "name_to_handle_at",
-	"settimeofday", "clock_settime", "clock_adjtime", "adjtimex",
-	"sethostname", "setdomainname", "swapon", "swapoff", "reboot", "acct",
-	"iopl", "ioperm", "quotactl", "syslog", "vhangup", "uselib",
-};
-
-static const unsigned long ns_flags[] = {
-	CLONE_NEWUSER, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWIPC, CLONE_NEWUTS,
-	CLONE_NEWCGROUP, CLONE_NEWTIME,
-};
 
 /* Keep keep_prm in the permitted set, of it keep_eff in the effective one, and only
  * keep_eff in the bounding set. */
@@ -94,34 +77,22 @@ static int drop_supervisor_caps(uint64_t keep_prm, uint64_t keep_eff)
 	return RET_NERRNO(syscall(SYS_capset, &h, d));
 }
 
+/* On every thread (TSYNC). no_new_privs first: the effective set no longer holds
+ * CAP_SYS_ADMIN, without which the kernel takes a filter only from a process that
+ * cannot gain privileges (libseccomp's seccomp_load() set it the same way). */
 static int install_filter(bool unmount)
 {
-	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
-	int r = ctx ? 0 : -ENOMEM;
+	struct sock_fprog prog;
+	long r;
 
-	for (size_t i = 0; r == 0 && i < ELEMENTSOF(denied_syscalls); i++) {
-		int nr = seccomp_syscall_resolve_name(denied_syscalls[i]);
-
-		if (unmount && streq(denied_syscalls[i], "umount2"))
-			continue;
-		if (nr != __NR_SCMP_ERROR)
-			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
-	}
-	if (r == 0)
-		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
-	if (r == 0)
-		/* unshare: its own fs_struct (umask) only */
-		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 1,
-				     SCMP_A0(SCMP_CMP_NE, CLONE_FS));
-	for (size_t i = 0; r == 0 && i < ELEMENTSOF(ns_flags); i++)
-		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
-				     SCMP_A0(SCMP_CMP_MASKED_EQ, ns_flags[i], ns_flags[i]));
-	if (r == 0)
-		r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
-	if (r == 0)
-		r = seccomp_load(ctx);
-	seccomp_release(ctx);
-	return r;
+	sup_confine_precompiled(unmount, &prog);
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return negative_errno();
+	r = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog);
+	if (r < 0)
+		return negative_errno();
+	/* TSYNC's other failure: the id of a thread that could not take it */
+	return r > 0 ? -EAGAIN : 0;
 }
 
 int sup_confine(bool unmount)

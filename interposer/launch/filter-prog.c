@@ -13,6 +13,8 @@
 
 extern const struct sock_filter moat_filter_insns[], moat_filter_strict_insns[],
 	moat_filter_unns_insns[], moat_filter_nativeopen_insns[], moat_filter_nativewrite_insns[];
+extern const struct sock_filter moat_confine_insns[], moat_confine_umount_insns[];
+extern const unsigned short moat_confine_len, moat_confine_umount_len;
 extern const unsigned short moat_filter_len, moat_filter_strict_len, moat_filter_unns_len,
 	moat_filter_nativeopen_len, moat_filter_nativewrite_len;
 
@@ -42,6 +44,16 @@ int sup_filter_precompiled(enum sup_filter_kind kind, struct sock_fprog *ret_pro
 	default:
 		return -EINVAL;
 	}
+}
+
+void sup_confine_precompiled(bool unmount, struct sock_fprog *ret_prog)
+{
+	if (unmount)
+		*ret_prog = (struct sock_fprog){ moat_confine_umount_len,
+						 (struct sock_filter *)moat_confine_umount_insns };
+	else
+		*ret_prog = (struct sock_fprog){ moat_confine_len,
+						 (struct sock_filter *)moat_confine_insns };
 }
 
 /* The fast path needs a mount namespace that shows what the vfs shows, hidden content

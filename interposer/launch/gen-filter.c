@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Build time: compile moat's seccomp filters (namespaced, namespaced with native read-only
- * opens, --strict-hide, unnamespaced) for the
+ * opens, --strict-hide, unnamespaced) and the supervisor's own (confine.c) for the
  * build host's ABI into C.
  *
  * The filter depends only on the syscall table, never on a policy, so there is no
@@ -20,11 +20,8 @@
 #include "log.h"
 #include "sc.h"
 
-static int emit(FILE *f, const char *name, enum sup_filter_kind kind)
+static int emit_prog(FILE *f, const char *name, struct sock_fprog prog, int r)
 {
-	struct sock_fprog prog;
-	int r = sup_filter_build(sc_native_arch(), kind, &prog);
-
 	if (r < 0) {
 		fprintf(stderr, "gen-filter: %s\n", strerror(-r));
 		return r;
@@ -38,6 +35,22 @@ static int emit(FILE *f, const char *name, enum sup_filter_kind kind)
 	fprintf(f, "};\nconst unsigned short %s_len = %u;\n\n", name, prog.len);
 	free(prog.filter);
 	return 0;
+}
+
+static int emit(FILE *f, const char *name, enum sup_filter_kind kind)
+{
+	struct sock_fprog prog = { 0 };
+	int r = sup_filter_build(sc_native_arch(), kind, &prog);
+
+	return emit_prog(f, name, prog, r);
+}
+
+static int emit_confine(FILE *f, const char *name, bool unmount)
+{
+	struct sock_fprog prog = { 0 };
+	int r = sup_confine_build(unmount, &prog);
+
+	return emit_prog(f, name, prog, r);
 }
 
 int main(int argc, char **argv)
@@ -57,7 +70,9 @@ int main(int argc, char **argv)
 	    emit(f, "moat_filter_strict", SUP_FILTER_STRICT_HIDE) < 0 ||
 	    emit(f, "moat_filter_unns", SUP_FILTER_UNNAMESPACED) < 0 ||
 	    emit(f, "moat_filter_nativeopen", SUP_FILTER_NATIVE_OPEN) < 0 ||
-	    emit(f, "moat_filter_nativewrite", SUP_FILTER_NATIVE_WRITE) < 0) {
+	    emit(f, "moat_filter_nativewrite", SUP_FILTER_NATIVE_WRITE) < 0 ||
+	    emit_confine(f, "moat_confine", false) < 0 ||
+	    emit_confine(f, "moat_confine_umount", true) < 0) {
 		fclose(f);
 		return 1;
 	}

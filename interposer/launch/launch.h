@@ -84,6 +84,11 @@ struct sup_features {
  * installs its own seccomp filter. Before any thread is started. unmount: it has mounts
  * of its own to take down at teardown (--disk, a sized tmpfs). */
 int sup_confine(bool unmount);
+/* Its seccomp filter, compiled at build time by gen-filter.c (filter.c) and handed out
+ * from what moat links (filter-prog.c). */
+struct sock_fprog;
+int sup_confine_build(bool unmount, struct sock_fprog *ret_prog);
+void sup_confine_precompiled(bool unmount, struct sock_fprog *ret_prog);
 
 /* filter.c: compiled at build time (gen-filter.c), installed in the child. */
 struct sock_fprog;

@@ -223,7 +223,7 @@ static void test_policy_error_deferred(void **state)
 	assert_int_equal(a.policy_err.err, ENOENT);
 	assert_string_equal(moat_error_str(&a.policy_err),
 			    "/nonexistent/a.moat: No such file or directory");
-	assert_int_equal(run_args_build_policy(&a, &e), -ENOENT);
+	assert_int_equal(run_args_build_policy(&a, true, &e), -ENOENT);
 	assert_string_equal(moat_error_str(&e), "/nonexistent/a.moat: No such file or directory");
 	run_args_done(&a);
 }

@@ -12,7 +12,9 @@
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <sched.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -21,6 +23,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <cmocka.h>
 
 #include "launch.h"
@@ -275,6 +278,44 @@ static void test_native_writes(void **state)
 	free(o.filter);
 }
 
+static uint32_t confine_action(const struct sock_fprog *p, long nr, uint64_t arg0)
+{
+	struct seccomp_data d = { .nr = (int)nr, .arch = sc_native_arch(), .args = { arg0 } };
+
+	return run_bpf(p, &d);
+}
+
+/* The supervisor's own filter as moat links it (compiled at build time) is the one the
+ * build function makes, and refuses what confine.c says it refuses. */
+static void test_confine(void **state)
+{
+	(void)state;
+	for (int unmount = 0; unmount <= 1; unmount++) {
+		struct sock_fprog linked, built = { 0 };
+
+		sup_confine_precompiled(unmount, &linked);
+		assert_int_equal(sup_confine_build(unmount, &built), 0);
+		assert_int_equal(linked.len, built.len);
+		assert_memory_equal(linked.filter, built.filter, built.len * sizeof(*built.filter));
+		free(built.filter);
+
+		assert_int_equal(confine_action(&linked, SYS_getpid, 0), SECCOMP_RET_ALLOW);
+		assert_int_equal(confine_action(&linked, SYS_execve, 0),
+				 SECCOMP_RET_ERRNO | EPERM);
+		assert_int_equal(confine_action(&linked, SYS_mount, 0), SECCOMP_RET_ERRNO | EPERM);
+		assert_int_equal(confine_action(&linked, SYS_umount2, 0),
+				 unmount ? SECCOMP_RET_ALLOW : SECCOMP_RET_ERRNO | EPERM);
+		assert_int_equal(confine_action(&linked, SYS_clone3, 0),
+				 SECCOMP_RET_ERRNO | ENOSYS);
+		assert_int_equal(confine_action(&linked, SYS_clone, CLONE_NEWUSER | SIGCHLD),
+				 SECCOMP_RET_ERRNO | EPERM);
+		assert_int_equal(confine_action(&linked, SYS_clone, SIGCHLD), SECCOMP_RET_ALLOW);
+		assert_int_equal(confine_action(&linked, SYS_unshare, CLONE_FS), SECCOMP_RET_ALLOW);
+		assert_int_equal(confine_action(&linked, SYS_unshare, CLONE_NEWNS),
+				 SECCOMP_RET_ERRNO | EPERM);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -282,6 +323,7 @@ int main(void)
 		cmocka_unit_test(test_modes),
 		cmocka_unit_test(test_native_ro_opens),
 		cmocka_unit_test(test_native_writes),
+		cmocka_unit_test(test_confine),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
