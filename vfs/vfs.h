@@ -78,6 +78,8 @@ struct vfs_verdict {
 	                              (namespaced, the lookup then fails in its empty stub) */
 	bool link;                 /* the hidden name is a symlink, which no stub covers
 	                              (namespaced, the kernel follows it) */
+	bool creates;              /* vfs_open_decide_write(): the name did not exist, the
+	                              kernel is to create it */
 	char rule[160];            /* "hide GLOB (policy.moat:4)", "ro-bind /usr", ... */
 	char vpath[PATH_MAX];      /* canonical virtual path (as far as resolution got) */
 };

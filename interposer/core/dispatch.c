@@ -569,6 +569,13 @@ static void do_open(struct sup_call *c, int64_t dirfd, uint64_t path_addr, int f
 		if (r == VFS_OPEN_KERNEL && c->s->readset &&
 		    !ll_readset_has(c->s->readset, c->verdict.vpath))
 			r = VFS_OPEN_SUPERVISOR;
+		/* Native opens recorded from the kernel's events: the event of an open
+		 * continued here is left out as recorded already, and only a create can be
+		 * told apart from a read that follows (a failed write open of an existing
+		 * file, then its read-only open, as sqlite does, would lose the read's
+		 * record): moat opens an existing file for writing itself. */
+		if (r == VFS_OPEN_KERNEL && c->s->record_native_opens && !c->verdict.creates)
+			r = VFS_OPEN_SUPERVISOR;
 		if (r == VFS_OPEN_KERNEL) {
 			if ((flags & O_ACCMODE) != O_RDONLY && names_comm(c->verdict.vpath))
 				atomic_store(&c->s->comm_nocache, true); /* see read_comm() */

@@ -354,6 +354,7 @@ void stubwatch_stop(struct stubwatch *w)
 	}
 	w->fan = safe_close(w->fan);
 	w->opens = safe_close(w->opens);
+	w->mntns = safe_close(w->mntns);
 	w->stop = safe_close(w->stop);
 }
 
@@ -374,6 +375,7 @@ int stubwatch_open_recorder(struct stubwatch *w)
 void stubwatch_close_recorder(struct stubwatch *w)
 {
 	w->opens = safe_close(w->opens);
+	w->mntns = safe_close(w->mntns);
 }
 
 /* Mount marks take CAP_SYS_ADMIN, which the confined supervisor keeps in its permitted
@@ -433,6 +435,13 @@ int stubwatch_mark_mounts(struct stubwatch *w, pid_t keeper, int rootfd)
 	if (w->opens < 0)
 		return -EBADF;
 	w->keeper = keeper;
+	/* An event's path is its fd's in the sandbox's namespace. Once that is gone (its
+	 * processes killed at teardown, events still queued) the mounts are detached and a
+	 * path would start at its mount's root: held until the last event is read. */
+	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", keeper);
+	w->mntns = open(path, O_RDONLY | O_CLOEXEC);
+	if (w->mntns < 0)
+		return negative_errno();
 	/* the keeper's root is the sandbox's: its mount points are the virtual paths */
 	snprintf(path, sizeof(path), "/proc/%d/mountinfo", keeper);
 	f = fopen(path, "re");

@@ -33,13 +33,14 @@ struct stubwatch {
 	int fan;     /* the fanotify group, or -1 */
 	int opens;   /* --audit: the notification group that reports native opens, or -1 */
 	pid_t keeper; /* its opens are not the sandbox's */
+	int mntns;   /* the sandbox's mount namespace, held until the last event is read */
 	int stop;    /* eventfd: the thread ends when it is written */
 	bool started;
 	pthread_t thread;
 	struct sup_ctx *s;
 };
 
-#define STUBWATCH_INIT { .fan = -1, .opens = -1, .stop = -1 }
+#define STUBWATCH_INIT { .fan = -1, .opens = -1, .mntns = -1, .stop = -1 }
 
 /* 0, or -errno (EPERM: not root; MOAT_TEST_NO_FANOTIFY in test_hooks builds). */
 int stubwatch_open(struct stubwatch *w);

@@ -8,7 +8,7 @@
 # not open. Checked on the stream file, against the list the program printed.
 . "$(dirname "$0")/lib.sh"
 . "$MOAT_SRC/tests/live/vfs/lib.sh"
-plan 7
+plan 9
 
 have_mode namespaced || skip_all "moat cannot start in namespaced mode here"
 [ "$(id -u)" -eq 0 ] || skip_all "native opens under --audit need moat started by root (fanotify)"
@@ -17,6 +17,8 @@ mkdir -p tree/sub
 for i in $(seq 500); do echo "file $i" >"tree/sub/f$i.txt"; done
 for i in 1 2 3; do echo "moat-secret-$i-$RANDOM" >"tree/k$i.env"; done
 echo never >tree/untouched.txt
+echo ro >tree/ro.txt; chmod 0444 tree/ro.txt
+echo last >tree/last.txt
 cat >probe.py <<'PYEOF'
 import os
 opened = []
@@ -36,7 +38,17 @@ for i in (1, 2, 3):
         print("DENIED", i, e.errno)
 with open("made.txt", "w") as f:
     f.write("x")
+# as sqlite does: a write open refused by the file's mode (a capless root), then a read
+try:
+    os.close(os.open("tree/ro.txt", os.O_RDWR))
+    print("RO-WRITABLE")
+except OSError as e:
+    print("RO-RDWR", e.errno)
+with open("tree/ro.txt") as f:
+    f.read()
 print("OPENED", len(opened))
+# the last thing before the exit: its event may still be queued at teardown
+open("tree/last.txt").read()
 PYEOF
 
 out=$(timeout 120 "$MOAT" run -q --output-in-workspace --hide '**/*.env' --audit n.moat -- \
@@ -73,6 +85,15 @@ ok $? "each hidden file's denied open is in the stream with the errno the progra
 made=$(sys | jq -c "select(.resolved==\"$WORK/made.txt\")")
 [ "$(grep -c . <<<"$made")" -eq 1 ] && grep -q '"decision":"continued"' <<<"$made"
 ok $? "the create of made.txt is recorded once, as the continued create" "$made"
+
+ro=$(sys | jq -c "select(.resolved==\"$WORK/tree/ro.txt\")")
+grep -q 'RO-RDWR 13' <<<"$out" && grep -q '"decision":"native"' <<<"$ro"
+ok $? "a read after a refused write open of the same file is recorded (not taken for the write's event)" \
+	"$(grep '^RO' <<<"$out"); $ro"
+
+last=$(sys | jq -r 'select(.decision=="native") | .resolved' | grep 'last.txt$')
+[ "$last" = "$WORK/tree/last.txt" ]
+ok $? "the open right before the exit is recorded with its virtual path ($last)"
 
 # the records of native opens name the sandbox's pid and the thread's comm
 # (jq 1.6's -e looks at the last input only: count the matches instead)
