@@ -5,6 +5,7 @@
  * list of secrets. Side effects: stats the host paths a directive names; nothing more.
  */
 #include <dirent.h>
+#include <ftw.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -96,6 +97,33 @@ static struct vfs__rule *rule_new(struct vfs *v, enum vfs__rule_kind kind, const
 	return r;
 }
 
+static int holds_block_cb(const char *path, const struct stat *st, int type, struct FTW *f)
+{
+	(void)path;
+	(void)type;
+	(void)f;
+	return S_ISBLK(st->st_mode) ? 1 : 0;
+}
+
+/*
+ * Whether the host path hsrc (lstat st) brings the host's block devices into the view:
+ * /dev as a whole, a block device, or a directory below /dev holding one. A sandbox
+ * started by root is the host's uid 0, which opens a disk, swap or loop device with no
+ * capability at all (reading every file, hidden ones too, from the raw device; writing
+ * under the filesystem), and a read-only mapping does not stop that: the kernel ignores
+ * a read-only mount for device nodes. /dev as a whole holds other host devices that
+ * answer uid 0 alone (a watchdog that reboots the host when the sandbox opens it, input
+ * devices, consoles, hwrng), so it is refused too, whatever it holds today.
+ */
+static bool brings_host_devices(const char *hsrc, const struct stat *st)
+{
+	if (!vfs__path_under(hsrc, "/dev"))
+		return false;
+	if (streq(hsrc, "/dev") || S_ISBLK(st->st_mode))
+		return true;
+	return S_ISDIR(st->st_mode) && nftw(hsrc, holds_block_cb, 16, FTW_PHYS) == 1;
+}
+
 static int add_bind(struct vfs *v, const char *word, const char *arg, const char *origin,
                     bool writable, struct moat_error *e)
 {
@@ -143,6 +171,12 @@ static int add_bind(struct vfs *v, const char *word, const char *arg, const char
 		return moat_error_set(e, EINVAL,
 		                      "%s %s: /sys can be mapped read-only only (ro-bind): its "
 		                      "files are the host kernel's settings",
+		                      word, arg);
+	if (brings_host_devices(hsrc, &st))
+		return moat_error_set(e, EINVAL,
+		                      "%s %s: /dev as a whole and the host's block devices cannot "
+		                      "be mapped (uid 0 opens them with no capability, read-only "
+		                      "or not): map the devices needed by name (--bind /dev/dri)",
 		                      word, arg);
 	if (dst[0]) {
 		if (expand_path(v, dst, vdst, sizeof(vdst)) < 0)

@@ -957,8 +957,13 @@ int vfs__walk(const struct vfs *v, const struct vfs_caller *c, const char *path,
 	return r;
 }
 
+/* procfs files uid 0 writes with no capability (their mode alone guards them): the
+ * kernel's settings, and host-wide switches such as dynamic_debug/control (the kernel's
+ * debug messages) and acpi/wakeup (the machine's wake-up sources); scsi and driver hold
+ * drivers' own, whose checks vary. */
 _public_ const char *const vfs_proc_readonly[] = {
-	"sys", "sysrq-trigger", "irq", "bus", "fs", NULL,
+	"sys", "sysrq-trigger", "irq", "bus", "fs", "dynamic_debug", "acpi", "scsi", "driver",
+	NULL,
 };
 
 /* Whether vpath lies in one of vfs_proc_readonly below the procfs mapping m. */

@@ -21,6 +21,8 @@ const char cli_run_usage[] =
 	"  --policy FILE          directives from a policy file (moat-policy 1)\n"
 	"  --profile default|none start from the built-in profile (default) or nothing\n"
 	"  --ro-bind SRC[:DST]    --bind SRC[:DST]    --tmpfs DST[ SIZE]\n"
+	"                         (/sys only read-only; not /dev as a whole, nor a block\n"
+	"                         device or a directory holding one: they answer uid 0)\n"
 	"  --hide GLOB            --deny GLOB         --file DST CONTENT|@HOSTFILE\n"
 	"  --chdir DIR            --allow-net DEST    --deny-net DEST    --allow-bind PORT\n"
 	"  --strict-hide          hidden names do not even exist (namespaced: emulate every\n"

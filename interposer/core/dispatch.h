@@ -62,8 +62,9 @@ unsigned call_want(const struct sup_call *c);
 /* sock.c: socket syscalls (connect, bind, sendto, sendmsg, sendmmsg). */
 void handle_net(struct sup_call *c);
 /* sock.c, for the loop: an event on an fd that sock.c added to the epoll set (a deferred
- * connect, the DNS socket); false when fd is not sock.c's. */
+ * connect); false when fd is not sock.c's. */
 bool sup_net_event(struct sup_ctx *s, int fd, uint32_t events);
-/* Takes ownership of the sandbox's DNS socket (namespaced mode) and serves it. */
+/* Takes ownership of the sandbox's DNS socket (namespaced mode) and serves it from a
+ * thread of its own, which sup_net_free() ends. */
 int sup_net_dns_fd(struct sup_ctx *s, int fd);
 void sup_net_free(struct sup_ctx *s);

@@ -59,6 +59,8 @@
  * State: struct sup_net (pending connects, the DNS socket) hangs off struct sup_ctx and
  * is used under ctx.lock only: by a notifier thread in handle_net() (dispatch.c takes the
  * lock around it), by the main loop in sup_net_event() and sup_net_dns_fd() (sup.c).
+ * The DNS thread (dns_main) takes no lock: it reads only dns_fd and stopping, and the
+ * net layer's pin table has a lock of its own.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -68,6 +70,7 @@
 #include <linux/capability.h>
 #include <linux/netlink.h>
 #include <linux/sockios.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -115,6 +118,8 @@ struct pending {
 struct sup_net {
 	struct pending pend[PENDING_MAX];
 	int dns_fd;             /* UDP 127.0.0.1:53 inside the sandbox's namespace, or -1 */
+	pthread_t dns_thread;   /* serves dns_fd (dns_main), when dns_running */
+	bool dns_running;
 	ino_t sandbox_netns;    /* inode of the sandbox's network namespace, 0 = unknown */
 	unsigned n_blocked;     /* waiters running (struct blocked) */
 	pthread_cond_t blocked_gone;  /* signalled (under ctx.lock) as each waiter ends */
@@ -472,13 +477,6 @@ bool sup_net_event(struct sup_ctx *s, int fd, uint32_t events)
 
 	if (!sn)
 		return false;
-	if (fd == sn->dns_fd) {
-		/* A bounded batch per wake-up keeps the loop fair to notifications. */
-		for (int i = 0; i < 32; i++)
-			if (net_dns_serve_fd(s->net, sn->dns_fd) == -EAGAIN)
-				break;
-		return true;
-	}
 	for (size_t i = 0; i < PENDING_MAX; i++)
 		if (sn->pend[i].sock == fd) {
 			(void)events;
@@ -501,23 +499,52 @@ bool sup_net_event(struct sup_ctx *s, int fd, uint32_t events)
  * so a name the policy does not allow still never leaves the machine; names are
  * usable through /etc/hosts, and the run says so (sup.c: not enforced list).
  */
+/*
+ * A name the policy allows is looked up on the host (getaddrinfo), which takes as long as
+ * the host's resolver and the name's servers take: for a wildcard rule, servers the
+ * program may choose. So queries are served by a thread of their own that holds no lock:
+ * served by the main loop under ctx.lock, a slow lookup held up --timeout, the
+ * operator's signals and every network call of the sandbox meanwhile.
+ */
+static void *dns_main(void *arg)
+{
+	struct sup_ctx *s = arg;
+	struct sup_net *sn = s->netst;
+
+	while (!atomic_load(&sn->stopping)) {
+		struct pollfd p = { .fd = sn->dns_fd, .events = POLLIN };
+
+		if (poll(&p, 1, BLOCKED_TICK_MS) <= 0)
+			continue;
+		while (!atomic_load(&sn->stopping) && net_dns_serve_fd(s->net, sn->dns_fd) >= 0)
+			;
+	}
+	return NULL;
+}
+
 int sup_net_dns_fd(struct sup_ctx *s, int fd)
 {
 	struct sup_net *sn = state(s);
-	struct epoll_event ev = { .events = EPOLLIN };
+	sigset_t all, old;
+	int r;
 
 	if (!sn || sn->dns_fd >= 0) {
 		safe_close(fd);
 		return sn ? -EEXIST : -ENOMEM;
 	}
 	(void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-	ev.data.fd = fd;
-	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
-		int r = negative_errno();
+	sn->dns_fd = fd;
+	/* The process's signals stay with the main loop's signalfd. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	r = -pthread_create(&sn->dns_thread, NULL, dns_main, s);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (r < 0) {
+		sn->dns_fd = -1;
 		safe_close(fd);
 		return r;
 	}
-	sn->dns_fd = fd;
+	sn->dns_running = true;
 	return 0;
 }
 
@@ -534,6 +561,9 @@ void sup_net_free(struct sup_ctx *s)
 		pthread_cond_wait(&sn->blocked_gone, &s->lock);
 	pthread_mutex_unlock(&s->lock);
 	pthread_cond_destroy(&sn->blocked_gone);
+	/* within a tick, or once the lookup in progress is done */
+	if (sn->dns_running)
+		pthread_join(sn->dns_thread, NULL);
 	for (size_t i = 0; i < PENDING_MAX; i++) {
 		safe_close(sn->pend[i].sock);
 		free(sn->pend[i].data);

@@ -684,6 +684,22 @@ static void signal_keeper(struct run *R, int sig)
 		kill(R->keeper, sig);
 }
 
+#if MOAT_TEST_HOOKS
+/* test_hooks builds: MOAT_TEST_DNS_DELAY=MS makes every host lookup of the DNS responder
+ * take MS longer, as a name whose servers answer slowly does
+ * (tests/escape/net/dns-slow.sh). */
+static int test_slow_lookup(void *userdata, const char *name, int family,
+                            struct net_ip *ret_ips, size_t max)
+{
+	int ms = *(const int *)userdata;
+	struct timespec t = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 };
+
+	while (nanosleep(&t, &t) < 0 && errno == EINTR)
+		;
+	return net_lookup_getaddrinfo(NULL, name, family, ret_ips, max);
+}
+#endif
+
 /* test_hooks builds: MOAT_TEST_TEARDOWN_NOFILE=N leaves the supervisor with no fd to
  * open beyond N when the run ends, as a sandbox that exhausted them would. */
 static void test_hook_nofile(void)
@@ -1748,6 +1764,17 @@ int sup_run(struct sup_opts *o)
 				 ",%s,", colon + 1);
 			log_warning("test hook: %d ms before re-validating %s", R->ctx.test_delay_ms,
 				    colon + 1);
+		}
+	}
+#endif
+#if MOAT_TEST_HOOKS
+	{
+		static int dns_delay_ms;
+		const char *d = getenv("MOAT_TEST_DNS_DELAY");
+
+		if (d && o->net && (dns_delay_ms = atoi(d)) > 0) {
+			net_set_lookup(o->net, test_slow_lookup, &dns_delay_ms);
+			log_warning("test hook: %d ms more for every DNS lookup", dns_delay_ms);
 		}
 	}
 #endif

@@ -212,6 +212,13 @@ static int add_arg_rules(scmp_filter_ctx ctx, const struct sc_entry *e)
 					     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu,
 						     ioctl_denied[i]));
 		return r;
+	case SC_fcntl:
+		/* A lease needs only ownership of the file, not an fd open for writing (a
+		 * sandbox run by root owns /etc), and holds every host writer of it for
+		 * lease-break-time: refused as the kernel refuses a file one does not own.
+		 * The command is an int to the kernel: the upper half is masked. */
+		return seccomp_rule_add(ctx, SCMP_ACT_ERRNO(err), e->nr, 1,
+					SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, F_SETLEASE));
 	case SC_seccomp:
 		/* A second listener would let the sandbox answer its own notifications with
 		 * CONTINUE: the most recently installed filter's USER_NOTIF wins. */

@@ -67,6 +67,9 @@ int term_relay_prepare(struct term_relay *t, bool relay, bool stdin_pass)
 		t->slave[fd] = -1;
 		t->have_saved[fd] = (fd > 0 ? !relay : stdin_pass) &&
 				    tcgetattr(fd, &t->saved[fd]) == 0;
+		if (t->have_saved[fd] && (ioctl(fd, TIOCGETD, &t->saved_ldisc[fd]) < 0 ||
+					  ioctl(fd, TIOCGEXCL, &t->saved_excl[fd]) < 0))
+			t->saved_ldisc[fd] = t->saved_excl[fd] = -1;
 	}
 	for (int i = 0; i < 2; i++)
 		t->pump[i] = (struct term_pump){ .master = -1, .out = -1 };
@@ -151,7 +154,15 @@ static void restore_settings(struct term_relay *t)
 	pthread_sigmask(SIG_BLOCK, &ttou, &old);
 	for (int fd = 0; fd < 3; fd++) {
 		struct termios now;
+		int ldisc, excl;
 
+		/* the line discipline first: a new one starts from its own termios */
+		if (t->have_saved[fd] && t->saved_ldisc[fd] >= 0 &&
+		    ioctl(fd, TIOCGETD, &ldisc) == 0 && ldisc != t->saved_ldisc[fd])
+			(void)ioctl(fd, TIOCSETD, &t->saved_ldisc[fd]);
+		if (t->have_saved[fd] && t->saved_excl[fd] == 0 &&
+		    ioctl(fd, TIOCGEXCL, &excl) == 0 && excl)
+			(void)ioctl(fd, TIOCNXCL);
 		if (t->have_saved[fd] && tcgetattr(fd, &now) == 0 &&
 		    memcmp(&now, &t->saved[fd], sizeof(now)) != 0)
 			(void)tcsetattr(fd, TCSANOW, &t->saved[fd]);

@@ -31,6 +31,10 @@ struct term_relay {
 	 * settings when the run started, put back when it ends. */
 	struct termios saved[3];
 	bool have_saved[3];
+	/* and, beside termios, what also outlives the run: its line discipline (N_NULL
+	 * swallows all that is typed) and exclusive mode (TIOCEXCL: no other open) */
+	int saved_ldisc[3];
+	int saved_excl[3];
 };
 
 /* Before the fork, with relay (no --tty): a pty for stdout and one for stderr when they

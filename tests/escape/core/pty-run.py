@@ -8,13 +8,15 @@ stdout and stderr on it, the way an interactive shell starts a command. The term
 in its usual cooked mode with echo on, or raw with --raw. With --type, once the command
 has printed READY, TEXT and a newline are typed into the terminal. When the command has
 exited, prints what the terminal showed, then "EXIT <status>", "ECHO on|off" (the
-terminal's echo flag as the command left it) and "UNREAD <repr>": what is still in the
-terminal's input queue, unread by anyone. Without --type nobody typed anything, so
+terminal's echo flag as the command left it), "LDISC <n>" and "EXCL <0|1>" (its line
+discipline and exclusive mode, as the command left them) and "UNREAD <repr>": what is
+still in the terminal's input queue, unread by anyone. Without --type nobody typed anything, so
 whatever is there was pushed from inside (TIOCSTI).
 """
 import fcntl
 import os
 import select
+import struct
 import sys
 import termios
 import time
@@ -84,6 +86,9 @@ while select.select([master], [], [], 0.1)[0]:
         break
     out += chunk
 echo = termios.tcgetattr(slave)[3] & termios.ECHO
+TIOCGETD, TIOCGEXCL = 0x5424, 0x80045440
+ldisc = struct.unpack("i", fcntl.ioctl(slave, TIOCGETD, bytes(4)))[0]
+excl = struct.unpack("i", fcntl.ioctl(slave, TIOCGEXCL, bytes(4)))[0]
 os.set_blocking(slave, False)
 unread = b""
 try:
@@ -93,4 +98,6 @@ except BlockingIOError:
 sys.stdout.write(out.decode(errors="replace").replace("\r\n", "\n"))
 print(f"\nEXIT {status}")
 print("ECHO " + ("on" if echo else "off"))
+print(f"LDISC {ldisc}")
+print(f"EXCL {excl}")
 print(f"UNREAD {unread!r}")

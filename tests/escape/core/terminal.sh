@@ -8,10 +8,12 @@
 # line once the sandbox is listening on fds 0-2, and reads from outside: the line is
 # still unread in the terminal's input queue, nothing of it reached the sandbox (a
 # file it wrote), and echo is still on when moat has exited. With --stdin the sandbox
-# holds the terminal as its stdin, as asked; moat puts its settings back at the end.
+# holds the terminal as its stdin, as asked; moat puts its settings back at the end,
+# the line discipline and exclusive mode too: N_NULL swallows whatever is typed and
+# TIOCEXCL refuses every other open, and both outlived the run.
 . "${MOAT_SRC:?}/tests/lib/tap.sh"
 
-plan 10
+plan 14
 HERE="$MOAT_SRC/tests/escape/core"
 command -v python3 >/dev/null || skip_all "python3 is needed to drive a terminal"
 WS="$TMP/ws"
@@ -46,6 +48,25 @@ for fd in (0, 1, 2):
 print("SANDBOX-DONE", flush=True)
 PYEOF
 
+# ldisc.py, run inside: a line discipline other than N_TTY on fd 0, and TIOCEXCL
+cat >ldisc.py <<'PYEOF'
+import fcntl, os, struct
+# written to a file: N_NULL swallows output to the terminal too
+with open("ldisc.out", "w") as out:
+    for ld in (27, 13, 5, 2):  # N_NULL, N_HDLC, N_X25, N_MOUSE
+        try:
+            fcntl.ioctl(0, 0x5423, struct.pack("i", ld))  # TIOCSETD
+            out.write("SETD %d\n" % ld)
+            break
+        except OSError:
+            pass
+    else:
+        out.write("SETD-FAILED\n")
+    fcntl.ioctl(0, 0x540C)  # TIOCEXCL
+    out.write("SET-DONE\n")
+os._exit(0)
+PYEOF
+
 SECRET="typed-$$-$RANDOM"
 for mode in namespaced unnamespaced; do
 	rm -f got.txt
@@ -67,6 +88,24 @@ for mode in namespaced unnamespaced; do
 		python3 listen.py 2>&1)
 	echo "$term" | grep -qx "ECHO on" && echo "$term" | grep -q "SANDBOX-DONE"
 	ok $? "$mode: with --stdin, echo turned off on stdin is on again after moat exited" "$term"
+
+	# --stdin and --tty: a line discipline that swallows input (N_NULL, else another
+	# one this kernel has) and exclusive mode on the terminal are put back too
+	for opt in --stdin --tty; do
+		rm -f ldisc.out
+		term=$(python3 "$HERE/pty-run.py" "$MOAT" run -q --mode "$mode" $opt -- \
+			python3 ldisc.py 2>&1)
+		term="$term
+$(cat ldisc.out 2>&1)"
+		if echo "$term" | grep -q "SETD-FAILED"; then
+			skip "$mode $opt: the line discipline and exclusive mode are put back" \
+				"no line discipline other than N_TTY could be set: $term"
+			continue
+		fi
+		echo "$term" | grep -qx "LDISC 0" && echo "$term" | grep -qx "EXCL 0" &&
+			echo "$term" | grep -q "SET-DONE"
+		ok $? "$mode $opt: the line discipline and exclusive mode are put back" "$term"
+	done
 
 	# control: with --tty the terminal is shared, as documented
 	term=$(python3 "$HERE/pty-run.py" --type "$SECRET" "$MOAT" run -q --mode "$mode" --tty -- \

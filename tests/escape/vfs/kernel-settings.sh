@@ -11,7 +11,7 @@
 
 SYSCTL=/proc/sys/fs/lease-break-time
 [ -w "$SYSCTL" ] || skip_all "cannot write $SYSCTL on the host (not root?)"
-plan 13
+plan 15
 mkdir "$TMP/cwd"
 BEFORE=$(cat "$SYSCTL")
 restore() { [ "$(cat "$SYSCTL")" = "$BEFORE" ] || echo "$BEFORE" > "$SYSCTL"; }
@@ -41,6 +41,23 @@ for mode in namespaced unnamespaced; do
 		echo "$out" | grep -q "own oom_score_adj ok"
 		ok $? "$name: the process's own /proc entries stay writable" "$out"
 	done
+done
+
+# Host-wide switches outside /proc/sys that uid 0 writes with no capability:
+# dynamic_debug/control turns on the kernel's debug messages, acpi/wakeup the machine's
+# wake-up sources. Each is only opened for appending, never written.
+for f in /proc/dynamic_debug/control /proc/acpi/wakeup; do
+	if [ ! -w "$f" ]; then
+		skip "$f stays read-only under a read-write /proc" "no writable $f on this kernel"
+		continue
+	fi
+	out=$(cd "$TMP/cwd" && for mode in namespaced unnamespaced; do
+		have_mode "$mode" || continue
+		"$MOAT" run -q --mode "$mode" --bind /proc -- \
+			sh -c "(exec 3>>$f) 2>/dev/null && echo OPENED $mode"
+	done 2>&1)
+	! echo "$out" | grep -q OPENED
+	ok $? "$f stays read-only under a read-write /proc (both modes)" "$out"
 done
 
 # sysfs: /sys/power/state suspends the machine and is guarded by its mode alone. It is

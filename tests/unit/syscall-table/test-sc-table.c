@@ -185,6 +185,7 @@ static void test_policy(void **state)
 		expect(arch, "kcmp", SC_DENY, EPERM);
 		expect(arch, "clone", SC_ARGS, EPERM);
 		expect(arch, "ioctl", SC_ARGS, EPERM);
+		expect(arch, "fcntl", SC_ARGS, EACCES);
 		expect(arch, "personality", SC_ARGS, EPERM);
 		expect(arch, "seccomp", SC_ARGS, EPERM);
 		expect(arch, "socket", SC_ARGS, EACCES);
