@@ -233,7 +233,8 @@ static int open_once(const struct vfs *v, const struct vfs_caller *c, const char
 	nofollow = (flags & O_NOFOLLOW) || ((flags & O_CREAT) && (flags & O_EXCL));
 
 	*ret_retry = false;
-	verdict->creates = false;
+	if (verdict)
+		verdict->creates = false;
 	wflags = (nofollow ? VFS__NOFOLLOW : 0) | ((flags & O_CREAT) ? VFS__CREATE : 0) |
 	         (decide_only ? VFS__STATONLY : 0);
 	r = vfs__walk(v, c, path, wflags, resolve, &w, verdict);
@@ -249,7 +250,8 @@ static int open_once(const struct vfs *v, const struct vfs_caller *c, const char
 		if (r < 0)
 			return r;
 		if (decide_only) { /* the kernel creates it (vfs_open_decide_write()) */
-			verdict->creates = true;
+			if (verdict)
+				verdict->creates = true;
 			vfs__change_note(v, VFS_CHANGE_CREATED, w.vpath, NULL);
 			return VFS_OPEN_KERNEL;
 		}
