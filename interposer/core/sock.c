@@ -78,6 +78,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -119,6 +120,7 @@ struct sup_net {
 	struct pending pend[PENDING_MAX];
 	int dns_fd;             /* UDP 127.0.0.1:53 inside the sandbox's namespace, or -1 */
 	pthread_t dns_thread;   /* serves dns_fd (dns_main), when dns_running */
+	int dns_wake;           /* eventfd: written at teardown, so the thread ends now */
 	bool dns_running;
 	ino_t sandbox_netns;    /* inode of the sandbox's network namespace, 0 = unknown */
 	unsigned n_blocked;     /* waiters running (struct blocked) */
@@ -134,6 +136,7 @@ static struct sup_net *state(struct sup_ctx *s)
 		if (!s->netst)
 			return NULL;
 		s->netst->dns_fd = -1;
+		s->netst->dns_wake = -1;
 		pthread_cond_init(&s->netst->blocked_gone, NULL);
 		for (size_t i = 0; i < PENDING_MAX; i++)
 			s->netst->pend[i].sock = -1;
@@ -512,9 +515,12 @@ static void *dns_main(void *arg)
 	struct sup_net *sn = s->netst;
 
 	while (!atomic_load(&sn->stopping)) {
-		struct pollfd p = { .fd = sn->dns_fd, .events = POLLIN };
+		/* dns_wake: every run's teardown joins this thread, and a tick's wait
+		 * there was a tick added to every run */
+		struct pollfd p[2] = { { .fd = sn->dns_fd, .events = POLLIN },
+				       { .fd = sn->dns_wake, .events = POLLIN } };
 
-		if (poll(&p, 1, BLOCKED_TICK_MS) <= 0)
+		if (poll(p, 2, BLOCKED_TICK_MS) <= 0 || !(p[0].revents & POLLIN))
 			continue;
 		while (!atomic_load(&sn->stopping) && net_dns_serve_fd(s->net, sn->dns_fd) >= 0)
 			;
@@ -534,6 +540,7 @@ int sup_net_dns_fd(struct sup_ctx *s, int fd)
 	}
 	(void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 	sn->dns_fd = fd;
+	sn->dns_wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	/* The process's signals stay with the main loop's signalfd. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
@@ -561,9 +568,16 @@ void sup_net_free(struct sup_ctx *s)
 		pthread_cond_wait(&sn->blocked_gone, &s->lock);
 	pthread_mutex_unlock(&s->lock);
 	pthread_cond_destroy(&sn->blocked_gone);
-	/* within a tick, or once the lookup in progress is done */
-	if (sn->dns_running)
+	/* at once, or once the lookup in progress is done (within a tick without the
+	 * eventfd) */
+	if (sn->dns_running) {
+		uint64_t one = 1;
+
+		if (sn->dns_wake >= 0)
+			(void)!write(sn->dns_wake, &one, sizeof(one));
 		pthread_join(sn->dns_thread, NULL);
+	}
+	safe_close(sn->dns_wake);
 	for (size_t i = 0; i < PENDING_MAX; i++) {
 		safe_close(sn->pend[i].sock);
 		free(sn->pend[i].data);
