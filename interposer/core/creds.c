@@ -450,34 +450,52 @@ static bool passes_fds(const struct msghdr *msg)
 	return false;
 }
 
-long creds_send_claim(int sock, const struct msghdr *msg, int flags)
+int creds_raise(uint64_t want, struct creds_raised *r)
 {
 	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct was[2], raised[2];
-	uint64_t want = CLAIM_CAPS & ~(passes_fds(msg) ? CAP_BIT(CAP_SYS_ADMIN) : 0);
-	bool changed = false;
-	ssize_t n;
-	int err;
+	struct __user_cap_data_struct raised[2];
 
-	if (syscall(SYS_capget, &h, was) < 0)
-		return -1;
+	r->changed = false;
+	if (syscall(SYS_capget, &h, r->was) < 0)
+		return negative_errno();
 	for (int i = 0; i < 2; i++) {
-		raised[i] = was[i];
-		raised[i].effective |= was[i].permitted & (uint32_t)(want >> (32 * i));
-		changed |= raised[i].effective != was[i].effective;
+		raised[i] = r->was[i];
+		raised[i].effective |= r->was[i].permitted & (uint32_t)(want >> (32 * i));
+		r->changed |= raised[i].effective != r->was[i].effective;
 	}
-	if (changed && syscall(SYS_capset, &h, raised) < 0)
-		return -1;
-	n = sendmsg(sock, msg, flags);
-	err = errno;
+	if (r->changed && syscall(SYS_capset, &h, raised) < 0) {
+		r->changed = false;
+		return negative_errno();
+	}
+	return 0;
+}
+
+void creds_lower(const struct creds_raised *r, const char *what)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+
 	/* Lowering the effective set to what it was cannot fail (it stays within the
 	 * permitted one); if it did, this thread would go on serving the sandbox with
-	 * CAP_SYS_ADMIN: stop the supervisor, and the sandbox with it, rather. */
-	if (changed && syscall(SYS_capset, &h, was) < 0) {
-		log_error("cannot lower the capabilities raised for a credentials send: %s",
+	 * the raised capabilities: stop the supervisor, and the sandbox with it, rather. */
+	if (r->changed && syscall(SYS_capset, &h, r->was) < 0) {
+		log_error("cannot lower the capabilities raised for %s: %s", what,
 			  strerror(errno));
 		abort();
 	}
+}
+
+long creds_send_claim(int sock, const struct msghdr *msg, int flags)
+{
+	uint64_t want = CLAIM_CAPS & ~(passes_fds(msg) ? CAP_BIT(CAP_SYS_ADMIN) : 0);
+	struct creds_raised raised;
+	ssize_t n;
+	int err;
+
+	if (creds_raise(want, &raised) < 0)
+		return -1;
+	n = sendmsg(sock, msg, flags);
+	err = errno;
+	creds_lower(&raised, "a credentials send");
 	errno = err;
 	return n;
 }

@@ -28,6 +28,7 @@
  */
 #pragma once
 
+#include <linux/capability.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -78,3 +79,19 @@ struct msghdr;
  * message with fds) the kernel refuses the pid with EPERM.
  */
 long creds_send_claim(int sock, const struct msghdr *msg, int flags);
+
+/*
+ * Around one call that needs a capability the supervisor keeps in its permitted set
+ * only: creds_raise() puts those of want (bit per capability number) that the
+ * permitted set holds into this thread's effective set, creds_lower() puts the sets back
+ * as they were. creds_raise() returns 0, or -errno with nothing raised. Lowering within
+ * the permitted set cannot fail; if it did, the thread would go on with the raised
+ * capabilities, so creds_lower() aborts, naming what they were raised for.
+ */
+struct creds_raised {
+	struct __user_cap_data_struct was[2];
+	bool changed;
+};
+
+int creds_raise(uint64_t want, struct creds_raised *r);
+void creds_lower(const struct creds_raised *r, const char *what);

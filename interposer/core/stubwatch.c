@@ -5,7 +5,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/capability.h>
 #include <linux/openat2.h>
 #include <poll.h>
 #include <stdio.h>
@@ -19,6 +18,7 @@
 #include "audit.h"
 #include "cleanup.h"
 #include "clock.h"
+#include "creds.h"
 #include "ctx.h"
 #include "dispatch.h"
 #include "hash.h"
@@ -111,38 +111,41 @@ void stubwatch_forget(struct sup_ctx *s, pid_t tid)
 	(void)take_expected(s, tid);
 }
 
-/* A sys record of an open the kernel performed or the stubs refused (the opener has
- * moved on: no flags of its own, no arguments, no stack). */
-static void record_open(struct sup_ctx *s, pid_t tid, const struct sc_entry *e,
+/* The start of a sys record of an open by thread tid: its ids (the host's pid stays
+ * the tid when they cannot be read, a thread gone). */
+static struct audit_sys open_record_of(const struct sup_ctx *s, pid_t tid)
+{
+	struct audit_sys a = { .mono_ns = now_mono_ns(), .pid = tid, .tid = tid };
+
+	proctrack_ids(s->proctrack, tid, &a.pid, &a.sandbox_pid, &a.sandbox_tid);
+	return a;
+}
+
+/* The rest of a sys record of an open the kernel performed or the stubs refused (the
+ * opener has moved on: no flags of its own, no arguments), and the record written. */
+static void record_open(struct sup_ctx *s, struct audit_sys *a, const struct sc_entry *e,
 			const char *vpath, enum audit_decision dec, const char *rule, int err,
 			const struct audit_frame *stack, size_t n_stack)
 {
-	struct audit_sys a = {
-		.mono_ns = now_mono_ns(),
-		.pid = tid,
-		.tid = tid,
-		.syscall = e ? e->name : "openat",
-		.nr = e ? e->nr : -1,
-		.path = vpath[0] ? vpath : NULL,
-		.resolved = vpath[0] ? vpath : NULL,
-		.flags = "O_RDONLY",
-		.decision = dec,
-		.rule = rule && rule[0] ? rule : NULL,
-		.err = err,
-		.stack = n_stack ? stack : NULL,
-		.n_stack = n_stack,
-	};
 	char p[48], comm[32] = "";
 	_cleanup_close_ int fd = -1;
 	ssize_t n;
 
-	snprintf(p, sizeof(p), "/proc/%d/comm", tid);
+	a->syscall = e ? e->name : "openat";
+	a->nr = e ? e->nr : -1;
+	a->path = a->resolved = vpath[0] ? vpath : NULL;
+	a->flags = "O_RDONLY";
+	a->decision = dec;
+	a->rule = rule && rule[0] ? rule : NULL;
+	a->err = err;
+	a->stack = n_stack ? stack : NULL;
+	a->n_stack = n_stack;
+	snprintf(p, sizeof(p), "/proc/%d/comm", a->tid);
 	fd = open(p, O_RDONLY | O_CLOEXEC);
 	n = fd >= 0 ? read(fd, comm, sizeof(comm) - 1) : -1;
 	comm[n > 0 ? n - 1 : 0] = '\0';
-	a.comm = comm;
-	proctrack_ids(s->proctrack, tid, &a.pid, &a.sandbox_pid, &a.sandbox_tid);
-	audit_sys(s->audit, &a);
+	a->comm = comm;
+	audit_sys(s->audit, a);
 }
 
 /*
@@ -194,9 +197,12 @@ static void on_event(struct stubwatch *w, const struct fanotify_event_metadata *
 			str_copy(verdict.rule, sizeof(verdict.rule), "a stub covering a hidden path");
 		sup_report_denial(w->s, md->pid, e, vpath[0] ? vpath : NULL, NULL, verdict.rule,
 				  EPERM);
-		if (w->s->audit)
-			record_open(w->s, md->pid, e, vpath, AUDIT_DENIED, verdict.rule, EPERM,
+		if (w->s->audit) {
+			struct audit_sys a = open_record_of(w->s, md->pid);
+
+			record_open(w->s, &a, e, vpath, AUDIT_DENIED, verdict.rule, EPERM,
 				    frames, n_stack);
+		}
 	}
 	close(md->fd);
 }
@@ -246,7 +252,7 @@ static void on_open_event(struct stubwatch *w, const struct fanotify_event_metad
 {
 	struct vfs_verdict verdict = { 0 };
 	char link[64], vpath[PATH_MAX];
-	pid_t pid = 0, spid = 0, stid = 0;
+	struct audit_sys a;
 	ssize_t n;
 
 	if (md->fd < 0) {
@@ -265,13 +271,13 @@ static void on_open_event(struct stubwatch *w, const struct fanotify_event_metad
 	/* a name that is gone (an O_TMPFILE, continued as a create) is no path to record */
 	if (vpath[0] != '/' || (n > 10 && streq(vpath + n - 10, " (deleted)")))
 		return;
-	proctrack_ids(w->s->proctrack, md->pid, &pid, &spid, &stid);
-	if (pid == getpid() || (w->keeper > 0 && pid == w->keeper))
+	a = open_record_of(w->s, md->pid);
+	if (a.pid == getpid() || (w->keeper > 0 && a.pid == w->keeper))
 		return;
 	if (take_open_expected(w->s, md->pid, vpath))
 		return;
 	(void)vfs_decide(w->s->vfs, vpath, VFS_WANT_READ, &verdict);
-	record_open(w->s, md->pid, sc_by_id(w->s->arch, SC_openat), vpath, AUDIT_NATIVE,
+	record_open(w->s, &a, sc_by_id(w->s->arch, SC_openat), vpath, AUDIT_NATIVE,
 		    verdict.rule, 0, NULL, 0);
 }
 
@@ -378,34 +384,6 @@ void stubwatch_close_recorder(struct stubwatch *w)
 	w->mntns = safe_close(w->mntns);
 }
 
-/* Mount marks take CAP_SYS_ADMIN, which the confined supervisor keeps in its permitted
- * set only: raised for them, on this thread, then the sets as they were (was). */
-static int raise_admin(struct __user_cap_data_struct was[2])
-{
-	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct d[2];
-
-	if (syscall(SYS_capget, &h, was) < 0)
-		return negative_errno();
-	memcpy(d, was, sizeof(d));
-	d[CAP_SYS_ADMIN / 32].effective |= d[CAP_SYS_ADMIN / 32].permitted &
-					    (1u << (CAP_SYS_ADMIN % 32));
-	return syscall(SYS_capset, &h, d) < 0 ? negative_errno() : 0;
-}
-
-static void restore_caps(struct __user_cap_data_struct was[2])
-{
-	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
-
-	/* within the permitted set: cannot fail; if it did, this thread would go on with
-	 * CAP_SYS_ADMIN: stop rather */
-	if (syscall(SYS_capset, &h, was) < 0) {
-		log_error("cannot lower the capabilities raised for the mount marks: %s",
-			  strerror(errno));
-		abort();
-	}
-}
-
 /* mountinfo's octal escapes (\040 for a space), undone in place */
 static void unescape(char *p)
 {
@@ -427,9 +405,8 @@ int stubwatch_mark_mounts(struct stubwatch *w, pid_t keeper, int rootfd)
 {
 	char path[64], *line = NULL;
 	_cleanup_fclose_ FILE *f = NULL;
-	struct __user_cap_data_struct was[2];
+	struct creds_raised raised;
 	size_t cap = 0;
-	bool raised;
 	int r = 0, marked = 0;
 
 	if (w->opens < 0)
@@ -447,7 +424,9 @@ int stubwatch_mark_mounts(struct stubwatch *w, pid_t keeper, int rootfd)
 	f = fopen(path, "re");
 	if (!f)
 		return negative_errno();
-	raised = raise_admin(was) >= 0;
+	/* mount marks take CAP_SYS_ADMIN, which the confined supervisor keeps in its
+	 * permitted set only; without it the first mark fails (EPERM) */
+	(void)creds_raise(1ull << CAP_SYS_ADMIN, &raised);
 	while (r >= 0 && getline(&line, &cap, f) > 0) {
 		struct open_how how = { .flags = O_PATH | O_CLOEXEC,
 					.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS |
@@ -479,7 +458,6 @@ int stubwatch_mark_mounts(struct stubwatch *w, pid_t keeper, int rootfd)
 			marked++;
 	}
 	free(line);
-	if (raised)
-		restore_caps(was);
+	creds_lower(&raised, "the mount marks");
 	return r < 0 ? r : marked;
 }

@@ -61,8 +61,9 @@ void stubwatch_stop(struct stubwatch *w);
  * sandbox's namespace, so that each open the kernel performs there is recorded in the
  * stream (`openat`, `O_RDONLY`, decision `native`, the rule the path falls under)
  * without a round trip: the opener does not wait. Opens the supervisor continued
- * (creates, write opens: trapped) are recorded by their handler and left out here
- * (stubwatch_expect_open()); exec opens are recorded as execs; the supervisor's and
+ * (creates, which stay trapped; an existing file opened for writing is opened by moat
+ * itself) are recorded by their handler and left out here (stubwatch_expect_open());
+ * exec opens are recorded as execs; the supervisor's and
  * the keeper's own opens are not the sandbox's. A denied open of a stub is recorded
  * as denied. stubwatch_open_recorder() with stubwatch_open(), before the supervisor
  * confines itself (FAN_UNLIMITED_QUEUE: no event lost); stubwatch_mark_mounts() when

@@ -470,15 +470,16 @@ static bool maps_ptmx(const struct vfs *v)
 	return found;
 }
 
-/* --audit where nothing else asks for moat's own creates: the native-creates conditions
- * but for --audit (docs/threat-model.md, "Native creates"), so that the kernel's view
- * refuses every write the policy refuses and creates may be checked and continued. */
-static bool audit_writes_ok(const struct run *R)
+/* The native-creates conditions but for --audit (docs/threat-model.md, "Native
+ * creates"): nothing else asks for moat's own creates (the change set, every denial
+ * named) and the kernel's view refuses every write the policy refuses. Then creates are
+ * native, or with --audit checked, recorded and continued. */
+static bool kernel_decides_writes(const struct run *R)
 {
 	const struct sup_opts *o = R->o;
 
-	return o->audit_path && !o->report_path && !o->cow && !o->verbose &&
-	       R->feat.landlock_abi > 0 && !maps_ptmx(o->vfs);
+	return !o->report_path && !o->cow && !o->verbose && R->feat.landlock_abi > 0 &&
+	       !maps_ptmx(o->vfs);
 }
 
 /* --audit's native opens are recorded from a mark on each of the sandbox's mounts, in
@@ -1819,6 +1820,7 @@ int sup_run(struct sup_opts *o)
 	{
 		enum sup_filter_kind fk = sup_filter_kind_of(R->ctx.namespaced, o->strict_hide,
 							     o->vfs);
+		bool audit_writes;
 
 		/* Read-only opens are continued (recorded as such under --audit) where the
 		 * namespace covers hidden content, as the metadata calls are native there. */
@@ -1841,11 +1843,16 @@ int sup_run(struct sup_opts *o)
 				 "credentials)" : "performed by moat (the peer sees moat's "
 				 "credentials): the policy allows network destinations, or "
 				 "the kernel's view does not back the check");
+		/* --audit where the kernel's view decides writes as the policy does: read-only
+		 * opens native and recorded from the kernel's events, creates continued */
+		audit_writes = o->audit_path && R->ctx.continue_ro_opens && R->ctx.namespaced &&
+			       kernel_decides_writes(R);
 		/* Read-only opens leave the notify set where the kernel reports an open of
 		 * a stub to us (stubwatch.h): root only (fanotify permission events), and
-		 * not with --audit, whose stream records every open. Nor with -v, which
-		 * asks for every denial: an open below a hidden directory fails in the
-		 * lookup (ENOENT in the empty stub), which no kernel hook reports. There
+		 * with --audit only where it records each from the kernel's open events.
+		 * Nor with -v, which asks for every denial: an open below a hidden
+		 * directory fails in the lookup (ENOENT in the empty stub), which no kernel
+		 * hook reports. There
 		 * they stay trapped, denied ones continued as well (the marks still give
 		 * the stub's EPERM): the program sees what it sees without -v. */
 		if (R->ctx.continue_ro_opens && R->ctx.namespaced && !o->audit_path) {
@@ -1854,7 +1861,7 @@ int sup_run(struct sup_opts *o)
 				R->ctx.continue_denied_opens = true;
 			else if (r >= 0)
 				fk = SUP_FILTER_NATIVE_OPEN;
-		} else if (R->ctx.continue_ro_opens && R->ctx.namespaced && audit_writes_ok(R)) {
+		} else if (audit_writes) {
 			/* --audit: native as well, each recorded from the kernel's open event
 			 * (stubwatch.h), where creates are continued too (below) */
 			r = stubwatch_open(&R->stubs);
@@ -1876,8 +1883,7 @@ int sup_run(struct sup_opts *o)
 		 * none of them the kernel decides those calls as the table would: writable
 		 * only where a mount is read-write and Landlock grants it, the stubs bound
 		 * read-only (docs/threat-model.md, "Native creates"). */
-		if (fk == SUP_FILTER_NATIVE_OPEN && !o->report_path && !o->audit_path &&
-		    !o->cow && !o->verbose && R->feat.landlock_abi > 0 && !maps_ptmx(o->vfs)) {
+		if (fk == SUP_FILTER_NATIVE_OPEN && !o->audit_path && kernel_decides_writes(R)) {
 			fk = SUP_FILTER_NATIVE_WRITE;
 			R->native_exec = true;
 			/* execs too: the comm a record names is no longer known to change */
@@ -1885,7 +1891,7 @@ int sup_run(struct sup_opts *o)
 			log_info("creates, removes, write opens and execs: native, links "
 				 "and renames checked (no change set asked for)");
 		} else if ((fk == SUP_FILTER_NAMESPACED || R->ctx.record_native_opens) &&
-			   R->ctx.continue_ro_opens && audit_writes_ok(R)) {
+			   audit_writes) {
 			/* The same conditions, but --audit records every call: they stay
 			 * trapped, and are checked, recorded and continued (ctx.h). */
 			R->ctx.continue_writes = true;
