@@ -925,13 +925,20 @@ static void handle_two_paths(struct sup_call *c, int64_t olddirfd, uint64_t oldp
 	if (!still_valid(c))
 		return set_result(c, -ESRCH);
 	/* AT_EMPTY_PATH: the old "path" is the fd itself, whatever it is */
-	r = is_link && (flags & AT_EMPTY_PATH) && c->path[0] == '\0' ? 0 :
-	    make_caller(c, olddirfd, c->path, obase, &oc);
-	if (r >= 0)
+	bool empty_old = is_link && (flags & AT_EMPTY_PATH) && c->path[0] == '\0';
+
+	r = empty_old ? 0 : make_caller(c, olddirfd, c->path, obase, &oc);
+	/* Both relative to one directory (git's link(tmp, name), mv in place): the base
+	 * read once serves both, and both paths are then resolved from the same directory
+	 * even if the caller changes its cwd or that fd meanwhile. */
+	if (r >= 0 && !empty_old && (int)newdirfd == (int)olddirfd && c->path[0] != '/' &&
+	    c->path2[0] != '/')
+		nc = oc;
+	else if (r >= 0)
 		r = make_caller(c, newdirfd, c->path2, nbase, &nc);
 	if (r < 0)
 		return set_result(c, r);
-	if (is_link && (flags & AT_EMPTY_PATH) && c->path[0] == '\0')
+	if (empty_old)
 		r = link_fd(c, olddirfd, &nc);
 	else if (is_link)
 		r = vfs_link(c->s->vfs, &oc, c->path, &nc, c->path2, (int)flags, &c->verdict);
