@@ -82,15 +82,9 @@ struct sup_ctx {
 	 * the stub watcher leaves that event unreported (stubwatch_expect()) */
 	atomic_int stub_expected[64];
 	/* --audit with read-only opens native: the kernel reports each open in the
-	 * sandbox's mounts (fanotify FAN_OPEN) and the stub watcher records it. An open
-	 * the supervisor continued was recorded already: the thread and the path it was
-	 * continued for, whose event is then left out (stubwatch_expect_open()). */
+	 * sandbox's mounts (fanotify FAN_OPEN) and the stub watcher records it. No open
+	 * is continued then (may_continue_open()): moat opens what it traps itself. */
 	bool record_native_opens;
-	pthread_mutex_t open_expected_lock;
-	struct open_expected {
-		pid_t tid;
-		uint32_t hash; /* of the virtual path */
-	} open_expected[64];
 	struct vfs *vfs;
 	struct net *net;
 	struct sup_net *netst;            /* sock.c: pending connects, the DNS socket */

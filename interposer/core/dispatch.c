@@ -491,7 +491,13 @@ static void defer_fifo_open(struct sup_call *c, int fd, int flags)
  */
 static bool may_continue_open(const struct sup_call *c)
 {
-	return c->s->continue_ro_opens && c->e->id != SC_openat2;
+	/* Native opens recorded from the kernel's events: the filter traps only what moat
+	 * opens itself (ADDFD), creates included. A continued open's event could not be
+	 * told apart from one that follows: a create the kernel then refuses (the
+	 * directory's mode, a name taken meanwhile under O_EXCL) has no event, and an
+	 * expectation left for it would swallow the thread's next read-only open of that
+	 * path. So every event in the sandbox's mounts is a native open. */
+	return c->s->continue_ro_opens && !c->s->record_native_opens && c->e->id != SC_openat2;
 }
 
 /* With continue_writes, an open of any flags is decided and continued as a read-only
@@ -569,19 +575,9 @@ static void do_open(struct sup_call *c, int64_t dirfd, uint64_t path_addr, int f
 		if (r == VFS_OPEN_KERNEL && c->s->readset &&
 		    !ll_readset_has(c->s->readset, c->verdict.vpath))
 			r = VFS_OPEN_SUPERVISOR;
-		/* Native opens recorded from the kernel's events: the event of an open
-		 * continued here is left out as recorded already, and only a create can be
-		 * told apart from a read that follows (a failed write open of an existing
-		 * file, then its read-only open, as sqlite does, would lose the read's
-		 * record): moat opens an existing file for writing itself. */
-		if (r == VFS_OPEN_KERNEL && c->s->record_native_opens && !c->verdict.creates)
-			r = VFS_OPEN_SUPERVISOR;
 		if (r == VFS_OPEN_KERNEL) {
 			if ((flags & O_ACCMODE) != O_RDONLY && names_comm(c->verdict.vpath))
 				atomic_store(&c->s->comm_nocache, true); /* see read_comm() */
-			/* recorded here: its open event is not recorded again */
-			if (c->s->record_native_opens)
-				stubwatch_expect_open(c->s, c->tid, c->verdict.vpath);
 			c->outcome = CALL_CONTINUE;
 			c->id_unchecked = true;
 			return;

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/fanotify.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -21,7 +22,6 @@
 #include "creds.h"
 #include "ctx.h"
 #include "dispatch.h"
-#include "hash.h"
 #include "log.h"
 #include "macros.h"
 #include "moat-config.h"
@@ -207,42 +207,6 @@ static void on_event(struct stubwatch *w, const struct fanotify_event_metadata *
 	close(md->fd);
 }
 
-/* An expected event (stubwatch_expect_open()), taken: true if this was one. */
-static bool take_open_expected(struct sup_ctx *s, pid_t tid, const char *vpath)
-{
-	uint32_t h = fnv1a(vpath, strlen(vpath));
-	bool found = false;
-
-	pthread_mutex_lock(&s->open_expected_lock);
-	for (size_t i = 0; i < ELEMENTSOF(s->open_expected) && !found; i++)
-		if (s->open_expected[i].tid == tid && s->open_expected[i].hash == h) {
-			s->open_expected[i].tid = 0;
-			found = true;
-		}
-	pthread_mutex_unlock(&s->open_expected_lock);
-	return found;
-}
-
-/* One slot per thread (its latest continued open): a full table only means a second
- * record of one open. */
-void stubwatch_expect_open(struct sup_ctx *s, pid_t tid, const char *vpath)
-{
-	struct open_expected *slot = NULL;
-
-	pthread_mutex_lock(&s->open_expected_lock);
-	for (size_t i = 0; i < ELEMENTSOF(s->open_expected); i++) {
-		if (s->open_expected[i].tid == tid) {
-			slot = &s->open_expected[i];
-			break;
-		}
-		if (!slot && !s->open_expected[i].tid)
-			slot = &s->open_expected[i];
-	}
-	if (slot)
-		*slot = (struct open_expected){ .tid = tid, .hash = fnv1a(vpath, strlen(vpath)) };
-	pthread_mutex_unlock(&s->open_expected_lock);
-}
-
 /*
  * An open the kernel performed in the sandbox's mounts. The event's fd is the object the
  * kernel opened (not a name a racing thread could change), its path the virtual one
@@ -253,6 +217,8 @@ static void on_open_event(struct stubwatch *w, const struct fanotify_event_metad
 	struct vfs_verdict verdict = { 0 };
 	char link[64], vpath[PATH_MAX];
 	struct audit_sys a;
+	struct stat st;
+	bool gone;
 	ssize_t n;
 
 	if (md->fd < 0) {
@@ -263,18 +229,21 @@ static void on_open_event(struct stubwatch *w, const struct fanotify_event_metad
 	}
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", md->fd);
 	n = readlink(link, vpath, sizeof(vpath) - 1);
+	gone = n > 10 && !fstat(md->fd, &st) && st.st_nlink == 0;
 	close(md->fd);
 	/* an exec's open is recorded as the exec */
 	if (!w->s || n <= 0 || (md->mask & FAN_OPEN_EXEC))
 		return;
 	vpath[n] = '\0';
-	/* a name that is gone (an O_TMPFILE, continued as a create) is no path to record */
-	if (vpath[0] != '/' || (n > 10 && streq(vpath + n - 10, " (deleted)")))
+	/* A file no name leads to (unlinked, reopened through its /proc fd link) reads
+	 * "PATH (deleted)": where it was. A file that holds a link is recorded whatever
+	 * its name ends with, " (deleted)" included. */
+	if (vpath[0] != '/')
 		return;
+	if (gone && streq(vpath + n - 10, " (deleted)"))
+		vpath[n - 10] = '\0';
 	a = open_record_of(w->s, md->pid);
 	if (a.pid == getpid() || (w->keeper > 0 && a.pid == w->keeper))
-		return;
-	if (take_open_expected(w->s, md->pid, vpath))
 		return;
 	(void)vfs_decide(w->s->vfs, vpath, VFS_WANT_READ, &verdict);
 	record_open(w->s, &a, sc_by_id(w->s->arch, SC_openat), vpath, AUDIT_NATIVE,

@@ -60,9 +60,9 @@ void stubwatch_stop(struct stubwatch *w);
  * group, of notification events, with a mount mark (FAN_OPEN) on every mount of the
  * sandbox's namespace, so that each open the kernel performs there is recorded in the
  * stream (`openat`, `O_RDONLY`, decision `native`, the rule the path falls under)
- * without a round trip: the opener does not wait. Opens the supervisor continued
- * (creates, which stay trapped; an existing file opened for writing is opened by moat
- * itself) are recorded by their handler and left out here (stubwatch_expect_open());
+ * without a round trip: the opener does not wait. Nothing trapped is continued as an
+ * open (creates and write opens are opened by moat itself, ADDFD, and recorded by
+ * their handler), so every event is one the sandbox made natively;
  * exec opens are recorded as execs; the supervisor's and
  * the keeper's own opens are not the sandbox's. A denied open of a stub is recorded
  * as denied. stubwatch_open_recorder() with stubwatch_open(), before the supervisor
@@ -74,4 +74,3 @@ void stubwatch_stop(struct stubwatch *w);
 int stubwatch_open_recorder(struct stubwatch *w);
 int stubwatch_mark_mounts(struct stubwatch *w, pid_t keeper, int rootfd);
 void stubwatch_close_recorder(struct stubwatch *w);
-void stubwatch_expect_open(struct sup_ctx *s, pid_t tid, const char *vpath);

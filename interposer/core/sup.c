@@ -1585,7 +1585,6 @@ static struct run *run_new(struct sup_opts *o)
 	R->ctx.listener = -1;
 	R->stubs = (struct stubwatch)STUBWATCH_INIT;
 	pthread_mutex_init(&R->ctx.lock, NULL);
-	pthread_mutex_init(&R->ctx.open_expected_lock, NULL);
 	R->epfd = R->sigfd = R->timerfd = R->syncfd = R->pidfd = R->cmd_pidfd = -1;
 	R->report_out = (struct out_file)OUT_FILE_INIT;
 	R->audit_out = (struct out_file)OUT_FILE_INIT;
