@@ -280,11 +280,13 @@ static void *stubwatch_main(void *arg)
 
 		if (poll(p, 3, -1) < 0 && errno != EINTR)
 			break;
-		/* the stubs' first: an opener waits on each of their events */
-		while (drain(w, w->fan))
-			;
-		while (drain(w, w->opens))
-			;
+		/* the stubs' first, and again between reads of the open events: an opener
+		 * waits on each of theirs, and a program that opens files faster than they
+		 * are recorded would otherwise keep it waiting until the flood stops */
+		do {
+			while (drain(w, w->fan))
+				;
+		} while (drain(w, w->opens));
 		if (p[1].revents)
 			break;
 	}
