@@ -313,6 +313,21 @@ static void test_confine(void **state)
 		assert_int_equal(confine_action(&linked, SYS_unshare, CLONE_FS), SECCOMP_RET_ALLOW);
 		assert_int_equal(confine_action(&linked, SYS_unshare, CLONE_NEWNS),
 				 SECCOMP_RET_ERRNO | EPERM);
+#if defined(__x86_64__)
+		/* as libseccomp built it at run time: i386 calls (int 0x80) of the x86_64
+		 * supervisor, whose numbers mean other calls, and x32 ones are killed */
+		{
+			struct seccomp_data d = { .nr = 11 /* i386 execve */,
+						  .arch = AUDIT_ARCH_I386 };
+			uint32_t a = run_bpf(&linked, &d) & SECCOMP_RET_ACTION_FULL;
+
+			assert_true(a == SECCOMP_RET_KILL_PROCESS || a == SECCOMP_RET_KILL_THREAD);
+			d = (struct seccomp_data){ .nr = (int)(0x40000000 | SYS_execve),
+						   .arch = sc_native_arch() };
+			a = run_bpf(&linked, &d) & SECCOMP_RET_ACTION_FULL;
+			assert_true(a != SECCOMP_RET_ALLOW);
+		}
+#endif
 	}
 }
 
