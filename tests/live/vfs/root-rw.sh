@@ -7,7 +7,7 @@
 . "$MOAT_SRC/tests/lib/tap.sh"
 . "$MOAT_SRC/tests/live/vfs/lib.sh"
 
-plan 6
+plan 7
 mkdir "$TMP/cwd" "$TMP/out"; cd "$TMP/cwd" || exit 1
 for mode in namespaced unnamespaced; do
 	if ! have_mode "$mode"; then
@@ -32,4 +32,18 @@ for mode in namespaced unnamespaced; do
 	[ "$(cat "$f" 2>/dev/null)" = made ]
 	ok $? "$mode: --ro-bind / --bind $TMP/out: the writable mapping below stays writable" "$out"
 done
+
+# The mount point of a mapping whose destination the host lacks is the keeper's, not the
+# sandbox's: with "/" mapped read-write the root mount is the host's own filesystem, and
+# the keeper's mkdir there outlives the run (read-only, the same mapping fails to start).
+if have_mode namespaced; then
+	nx="$TMP/out/not-on-host"
+	out=$(timeout 60 "$MOAT" run -q --profile none --bind / --tmpfs "$nx" -- \
+		sh -c "ls -ld '$nx'" 2>&1)
+	[ $? -eq 0 ] && [ ! -e "$nx" ]
+	todo $? "namespaced --bind / --tmpfs DST: the run leaves no DST on the host ($(ls -ld "$nx" 2>&1))" \
+		"the keeper makes missing mount points in the root mount, here the host's filesystem"
+else
+	skip "namespaced --bind / --tmpfs DST: the run leaves no DST on the host" "no namespaced mode"
+fi
 finish
