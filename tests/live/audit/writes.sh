@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The audit stream where --audit continues creates, write opens, mkdir, rmdir, unlink
-# and exec after the check (namespaced, no --report, --cow or -v): a program creating N
+# and exec after the check (namespaced, no --report, --cow or -v; creates made by moat
+# where read-only opens are recorded from fanotify): a program creating N
 # files, writing them, making and removing directories, unlinking and exec'ing N times
 # has each call in `moat audit dump --json` with its path, the files it leaves are on the
 # host with their bytes, and a create a rule refuses (a read-only mapping, a hidden name)
@@ -68,9 +69,15 @@ done
 [ "$created" -eq "$N" ]
 ok $? "--audit: each of the $N creates is in the stream with its path ($created)" \
 	"$(jq -c 'select(.path | tostring | startswith("out/"))' a.json | head -5)"
-cont=$(count '.syscall=="openat" and (.path | tostring | startswith("out/f")) and .decision=="continued"')
+# Where read-only opens are native and recorded from the kernel's open events (root),
+# moat makes the creates itself (no open is continued there: an event could not be told
+# apart from the continued open's); elsewhere they are continued.
+fan=$("$MOAT" audit dump --json a.moat 2>/dev/null |
+	jq -r 'select(.type=="hdr") | .features[] | select(.name=="native_opens_from_fanotify") | .present')
+[ "$fan" = true ] && want=emulated || want=continued
+cont=$(count ".syscall==\"openat\" and (.path | tostring | startswith(\"out/f\")) and .decision==\"$want\"")
 [ "$cont" -eq "$N" ]
-ok $? "--audit: the creates were checked and continued, the kernel made them ($cont of $N)"
+ok $? "--audit: the creates were checked and $want ($cont of $N; native opens from fanotify: $fan)"
 [ "$unlinked" -eq $(((N + 1) / 2)) ]
 ok $? "--audit: each unlink is in the stream with its path ($unlinked of $(((N + 1) / 2)))"
 execs=$(count '.syscall=="execve" and .resolved=="/usr/bin/true" and .decision!="denied"')
