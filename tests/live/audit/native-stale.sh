@@ -8,7 +8,7 @@
 # must be in the stream as a native open.
 . "$(dirname "$0")/lib.sh"
 . "$MOAT_SRC/tests/live/vfs/lib.sh"
-plan 5
+plan 6
 
 have_mode namespaced || skip_all "moat cannot start in namespaced mode here"
 [ "$(id -u)" -eq 0 ] || skip_all "native opens under --audit need moat started by root (fanotify)"
@@ -48,6 +48,11 @@ fd = os.open("gone.txt", os.O_CREAT | os.O_WRONLY, 0o644)
 os.write(fd, b"four")
 os.unlink("gone.txt")
 print("READ4", read("/proc/self/fd/%d" % fd))
+# 5. creates in a tight loop, none read: the kernel's event of each is not a read
+os.mkdir("made")
+for i in range(2000):
+    with open("made/f%d" % i, "w") as f:
+        f.write("x")
 PYEOF
 
 out=$(timeout 120 "$MOAT" run -q --output-in-workspace --audit s.moat -- "$PY" probe.py 2>&1)
@@ -73,4 +78,7 @@ ok $? "a read of a file named 'odd (deleted)' is recorded by its name" \
 [ -n "$(native gone.txt)" ] && grep -q '^READ4 four' <<<"$out"
 ok $? "a read of an unlinked file through its /proc fd link is recorded by the path it had" \
 	"$(grep -F 'gone.txt' s.json)"
+n=$(jq -r 'select(.type=="sys" and .decision=="native") | .resolved' s.json | grep -c '/made/f')
+[ "$n" -eq 0 ]
+ok $? "2000 creates in a loop leave no native (read-only) record of the files they made ($n)"
 finish
