@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# --audit with native read-only opens: a create moat continues is recorded by moat, and
-# the kernel's open event it then expects (same thread, same path) is left out. A
-# continued create the kernel refuses (a directory whose mode refuses the caller, a
-# name another process took first under O_EXCL, O_CREAT|O_DIRECTORY) has no event: an
-# expectation left behind would swallow the thread's next read-only open of that path,
-# whenever it comes, and the read would be missing from the stream. Each read here
+# --audit with native read-only opens, where no open is continued: had moat continued a
+# create, recorded it and left out the kernel's open event it then expected (same thread,
+# same path), a create the kernel refuses (a directory whose mode refuses the caller, a
+# name another process took first under O_EXCL, O_CREAT|O_DIRECTORY) would have no event,
+# and the expectation left behind would swallow the thread's next read-only open of that
+# path, whenever it came; and a create whose event came late would be recorded again as a
+# read. The records of names procfs prints oddly (" (deleted)") too. Each read here
 # must be in the stream as a native open. Last, a TODO: a rename between an open and the
 # moment moat reads its event makes the record name the new path.
 . "$(dirname "$0")/lib.sh"
