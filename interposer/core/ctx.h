@@ -76,7 +76,8 @@ struct sup_ctx {
 	 * -v), with continue_ro_opens, Landlock and no /dev/ptmx mapped: the conditions in
 	 * which the kernel's view refuses every write the policy refuses (docs/threat-model.md,
 	 * "Native creates"). Creates, write opens, mkdir, rmdir, unlink and exec are then
-	 * checked, recorded and continued instead of performed (or seized, for exec). */
+	 * checked, recorded and continued instead of performed (or seized, for exec); with
+	 * record_native_opens the opens among them are performed all the same. */
 	bool continue_writes;
 	/* the threads whose continued denied open was reported and is to meet a stub:
 	 * the stub watcher leaves that event unreported (stubwatch_expect()) */
