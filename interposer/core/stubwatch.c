@@ -229,7 +229,9 @@ static void on_open_event(struct stubwatch *w, const struct fanotify_event_metad
 	}
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", md->fd);
 	n = readlink(link, vpath, sizeof(vpath) - 1);
-	gone = n > 10 && !fstat(md->fd, &st) && st.st_nlink == 0;
+	/* asked only of a name that ends so: no fstat() for every other open event */
+	gone = n > 10 && !memcmp(vpath + n - 10, " (deleted)", 10) && !fstat(md->fd, &st) &&
+	       st.st_nlink == 0;
 	close(md->fd);
 	/* an exec's open is recorded as the exec */
 	if (!w->s || n <= 0 || (md->mask & FAN_OPEN_EXEC))
@@ -240,7 +242,7 @@ static void on_open_event(struct stubwatch *w, const struct fanotify_event_metad
 	 * its name ends with, " (deleted)" included. */
 	if (vpath[0] != '/')
 		return;
-	if (gone && streq(vpath + n - 10, " (deleted)"))
+	if (gone)
 		vpath[n - 10] = '\0';
 	a = open_record_of(w->s, md->pid);
 	if (a.pid == getpid() || (w->keeper > 0 && a.pid == w->keeper))
