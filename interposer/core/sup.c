@@ -1843,7 +1843,8 @@ int sup_run(struct sup_opts *o)
 				 "credentials): the policy allows network destinations, or "
 				 "the kernel's view does not back the check");
 		/* --audit where the kernel's view decides writes as the policy does: read-only
-		 * opens native and recorded from the kernel's events, creates continued */
+		 * opens native and recorded from the kernel's events, removals, mkdir and
+		 * execs continued */
 		audit_writes = o->audit_path && R->ctx.continue_ro_opens && R->ctx.namespaced &&
 			       kernel_decides_writes(R);
 		/* Read-only opens leave the notify set where the kernel reports an open of
@@ -1862,7 +1863,8 @@ int sup_run(struct sup_opts *o)
 				fk = SUP_FILTER_NATIVE_OPEN;
 		} else if (audit_writes) {
 			/* --audit: native as well, each recorded from the kernel's open event
-			 * (stubwatch.h), where creates are continued too (below) */
+			 * (stubwatch.h); the opens still trapped (creates, write opens) are
+			 * moat's own (may_continue_open()), the other writes continued (below) */
 			r = stubwatch_open(&R->stubs);
 			if (r >= 0)
 				r = stubwatch_open_recorder(&R->stubs);
@@ -1892,10 +1894,17 @@ int sup_run(struct sup_opts *o)
 		} else if ((fk == SUP_FILTER_NAMESPACED || R->ctx.record_native_opens) &&
 			   audit_writes) {
 			/* The same conditions, but --audit records every call: they stay
-			 * trapped, and are checked, recorded and continued (ctx.h). */
+			 * trapped, and are checked, recorded and continued (ctx.h), but for
+			 * the opens among them where open events are recorded. */
 			R->ctx.continue_writes = true;
-			log_info("creates, removes, write opens and execs: checked, recorded and "
-				 "continued (the kernel's view refuses what the policy refuses)");
+			if (R->ctx.record_native_opens)
+				log_info("removes, mkdir and execs: checked, recorded and continued; "
+					 "creates and write opens performed by moat (the kernel's "
+					 "view refuses what the policy refuses)");
+			else
+				log_info("creates, removes, write opens and execs: checked, recorded "
+					 "and continued (the kernel's view refuses what the policy "
+					 "refuses)");
 		} else if (R->ctx.namespaced) {
 			log_info("creates, removes and write opens: performed by moat, "
 				 "execs checked (%s)", fk == SUP_FILTER_NATIVE_OPEN ?
