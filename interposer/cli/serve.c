@@ -242,14 +242,16 @@ static void src_close(struct server *S, struct src *s)
 static void client_drop(struct server *S, struct client *c);
 
 /*
- * One read (wbuf NULL) or write on a non-blocking fd, retried when a signal interrupts
- * it: the bytes moved, -EAGAIN when it would block (epoll says when to try again), or 0
- * at the end (EOF, the peer gone, an error): the caller closes its side.
+ * One read (into rbuf) or write (of wbuf, rbuf NULL) on a non-blocking fd, retried when
+ * a signal interrupts it: the bytes moved, -EAGAIN when it would block (epoll says when
+ * to try again), or 0 at the end (EOF, the peer gone, an error): the caller closes its
+ * side. Chosen by rbuf: a write's buffer is never NULL, and a release build's inlining
+ * saw a read of NULL on the write callers' path when chosen by wbuf (-Wnonnull).
  */
 static ssize_t nb_io(int fd, void *rbuf, const void *wbuf, size_t len)
 {
 	for (;;) {
-		ssize_t n = wbuf ? write(fd, wbuf, len) : read(fd, rbuf, len);
+		ssize_t n = rbuf ? read(fd, rbuf, len) : write(fd, wbuf, len);
 
 		if (n < 0 && errno == EINTR)
 			continue;
