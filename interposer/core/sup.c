@@ -278,6 +278,16 @@ struct run {
 	const char *cmd_cwd;
 	int cmd_pidfd;
 	bool external;                  /* sup_serve(): the process tree is not ours to reap */
+	/* Mount points the keeper made in mappings of host directories (SYNC_CREATED),
+	 * in the order it made them: removed when the run ends (remove_made()). */
+	struct made_mountpoint {
+		int dirfd;              /* the directory it was made in */
+		char *vpath;            /* its path in the sandbox, for messages */
+		dev_t dev;
+		ino_t ino;
+		bool dir;
+	} *made;
+	size_t n_made;
 };
 
 static void stop(struct run *R, enum sup_reason reason, int sig);
@@ -570,11 +580,35 @@ static void rebase_vfs(struct run *R, pid_t from, int root)
 	}
 }
 
+/* SYNC_CREATED: what the keeper made, its identity and its path after the header. */
+static void note_made(struct run *R, int dirfd, bool dir, const char *buf, size_t len)
+{
+	struct sync_created c;
+	struct made_mountpoint *a;
+	const char *vpath = buf + sizeof(c), *slash;
+
+	if (len <= sizeof(c) || buf[len - 1] != '\0' || !(slash = strrchr(vpath, '/')) ||
+	    !slash[1] || !(a = realloc(R->made, (R->n_made + 1) * sizeof(*a)))) {
+		close(dirfd);
+		return;
+	}
+	memcpy(&c, buf, sizeof(c));
+	R->made = a;
+	a[R->n_made] = (struct made_mountpoint){ .dirfd = dirfd, .vpath = strdup(vpath),
+						 .dev = (dev_t)c.dev, .ino = (ino_t)c.ino,
+						 .dir = dir };
+	R->n_made++;
+}
+
 static void on_sync(struct run *R)
 {
+	struct {
+		struct sync_msg m;
+		char more[sizeof(struct sync_created) + PATH_MAX];
+	} b;
 	struct sync_msg m;
 	char ctl[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(sizeof(int))];
-	struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
+	struct iovec iov = { .iov_base = &b, .iov_len = sizeof(b) };
 	_cleanup_close_ int passed = -1;
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
 			     .msg_controllen = sizeof(ctl) };
@@ -586,7 +620,10 @@ static void on_sync(struct run *R)
 		epoll_ctl(R->epfd, EPOLL_CTL_DEL, R->syncfd, NULL);
 		return;
 	}
-	if (n != sizeof(m))
+	if (n < (ssize_t)sizeof(m))
+		return;
+	m = b.m;
+	if (n != sizeof(m) && m.type != SYNC_CREATED)
 		return;
 	for (struct cmsghdr *h = CMSG_FIRSTHDR(&mh); h; h = CMSG_NXTHDR(&mh, h))
 		if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_CREDENTIALS)
@@ -600,6 +637,10 @@ static void on_sync(struct run *R)
 		break;
 	case SYNC_EXEC_FAILED:
 		R->exec_errno = m.value;
+		break;
+	case SYNC_CREATED:
+		if (cred.pid == R->keeper && passed >= 0)
+			note_made(R, TAKE_FD(passed), m.value, b.more, (size_t)n - sizeof(m));
 		break;
 	case SYNC_SETUP_FAILED:
 		R->setup_errno = m.value;
@@ -752,6 +793,38 @@ static void stop(struct run *R, enum sup_reason reason, int sig)
 		}
 	}
 	signal_keeper(R, SIGKILL);
+}
+
+/*
+ * The mount points the keeper made in mappings of host directories (SYNC_CREATED), once
+ * every process of the sandbox is gone and with it the namespace whose mounts covered
+ * them: each is removed, the deepest first, through the directory it was made in (held
+ * since, so that a rename during the run steers nothing elsewhere) and only while it is
+ * the object made then. What the run put in a directory the keeper made on the way to
+ * one keeps that directory, and is said. remove: false (the sandbox may still run)
+ * only lets go of them.
+ */
+static void remove_made(struct run *R, bool remove)
+{
+	for (size_t i = R->n_made; i-- > 0;) {
+		struct made_mountpoint *mp = &R->made[i];
+		const char *name = mp->vpath ? strrchr(mp->vpath, '/') + 1 : NULL;
+		struct stat st;
+
+		if (!remove || !name || fstatat(mp->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			; /* gone already, or not ours to touch */
+		else if (st.st_dev != mp->dev || st.st_ino != mp->ino)
+			log_warning("%s: left on the host: it is no longer what moat made there "
+				    "for a mount point", mp->vpath);
+		else if (unlinkat(mp->dirfd, name, mp->dir ? AT_REMOVEDIR : 0) < 0)
+			log_warning("%s: made on the host for a mount point, left there: %s",
+				    mp->vpath, strerror(errno));
+		safe_close(mp->dirfd);
+		free(mp->vpath);
+	}
+	free(R->made);
+	R->made = NULL;
+	R->n_made = 0;
 }
 
 /* The soft limit up to the hard one: the last sweep opens /proc files. */
@@ -2117,6 +2190,7 @@ int sup_run(struct sup_opts *o)
 		vfs_sweep_stale(o->vfs);
 		R->sweep_pending = false;
 	}
+	remove_made(R, R->keeper_done);
 	/* Everything that held a pty slave is gone: its last output goes out before ours. */
 	term_relay_finish(&R->term);
 	R->t_end = now_mono_ns();

@@ -91,13 +91,15 @@ int sync_send(int fd, int type, int value, int value2)
 	return n == sizeof(m) ? 0 : -EIO;
 }
 
-int sync_send_fd(int fd, int type, int value, int passfd)
+/* One message of n parts, with passfd attached (SCM_RIGHTS) unless it is negative. */
+static int send_parts(int fd, struct iovec *iov, size_t n, int passfd)
 {
-	struct sync_msg m = { .type = type, .value = value };
 	char ctl[CMSG_SPACE(sizeof(int))] = { 0 };
-	struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = n };
+	size_t len = 0;
 
+	for (size_t i = 0; i < n; i++)
+		len += iov[i].iov_len;
 	if (passfd >= 0) {
 		struct cmsghdr *h;
 
@@ -109,7 +111,29 @@ int sync_send_fd(int fd, int type, int value, int passfd)
 		h->cmsg_len = CMSG_LEN(sizeof(int));
 		memcpy(CMSG_DATA(h), &passfd, sizeof(int));
 	}
-	return sendmsg(fd, &mh, MSG_NOSIGNAL) == sizeof(m) ? 0 : -EIO;
+	return sendmsg(fd, &mh, MSG_NOSIGNAL) == (ssize_t)len ? 0 : -EIO;
+}
+
+int sync_send_fd(int fd, int type, int value, int passfd)
+{
+	struct sync_msg m = { .type = type, .value = value };
+	struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
+
+	return send_parts(fd, &iov, 1, passfd);
+}
+
+/* SYNC_CREATED: the header, the object's identity, its path; the fd of the directory it
+ * was made in. */
+static int sync_send_created(int fd, bool dir, int dirfd, const struct stat *st,
+			     const char *vpath)
+{
+	struct sync_msg m = { .type = SYNC_CREATED, .value = dir };
+	struct sync_created c = { .dev = st->st_dev, .ino = st->st_ino };
+	struct iovec iov[3] = { { .iov_base = &m, .iov_len = sizeof(m) },
+				{ .iov_base = &c, .iov_len = sizeof(c) },
+				{ .iov_base = (void *)vpath, .iov_len = strlen(vpath) + 1 } };
+
+	return send_parts(fd, iov, ELEMENTSOF(iov), dirfd);
 }
 
 _noreturn_ static void child_fail(int sync_fd, int stage, int err)
@@ -302,17 +326,58 @@ static int wait_go(int sync_fd)
 
 /* ---- the mount namespace (layer 1 of docs/architecture.md, same table as the vfs) ---- */
 
+struct mount_ctx {
+	int err;
+	bool links; /* a hidden path was a symlink, left uncovered */
+	/* /newroot/proc is the sandbox's own procfs, on top (build_mount_ns() mounts it
+	 * read-only; a mapping of "/" covers it and mounts it again, read-write) */
+	bool proc_rw;
+	/* the table maps "/" read-write: the root mount is that mapping, not the skeleton */
+	bool root_rw;
+	char failed[PATH_MAX + 32];
+	int sync_fd;   /* for SYNC_CREATED */
+	dev_t own_dev; /* the keeper's tmpfs at /newroot */
+};
+
+/*
+ * A mount point the keeper makes outside its own tmpfs lies in a mapping of a host
+ * directory (a writable one: a read-only one refuses the mkdir), where it would outlive
+ * the run: the root mount itself under a read-write "/", or a workspace that holds the
+ * destination of --tmpfs or --bind. The supervisor removes it when the run ends
+ * (SYNC_CREATED), through the directory it was made in, held since; what the keeper
+ * makes in its own tmpfs goes with the namespace. mc NULL: nothing to note.
+ */
+static int note_created(const struct mount_ctx *mc, const char *path, bool dir)
+{
+	_cleanup_close_ int fd = -1;
+	const char *slash = strrchr(path, '/');
+	char parent[PATH_MAX];
+	struct stat st;
+
+	if (!mc || !slash || lstat(path, &st) < 0 || st.st_dev == mc->own_dev)
+		return 0;
+	snprintf(parent, sizeof(parent), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	fd = open(parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return negative_errno();
+	if (strncmp(path, "/newroot/", 9) == 0)
+		path += strlen("/newroot");
+	return sync_send_created(mc->sync_fd, dir, fd, &st, path);
+}
+
 /* The deepest directory first, its parents only when it says ENOENT: most mount points
  * sit in a directory that exists already (the tmpfs root, /dev, a mapping's tree), so
  * this is one mkdir() where a walk from the top would fail with EEXIST at each level. */
-static int mkdir_p(const char *path, mode_t mode)
+static int mkdir_p(const struct mount_ctx *mc, const char *path, mode_t mode)
 {
 	char buf[PATH_MAX];
 	size_t len = strlen(path);
 	char *slash;
 	int r;
 
-	if (mkdir(path, mode) == 0 || errno == EEXIST)
+	if (mkdir(path, mode) == 0)
+		return note_created(mc, path, true);
+	if (errno == EEXIST)
 		return 0;
 	if (errno != ENOENT)
 		return negative_errno();
@@ -323,34 +388,35 @@ static int mkdir_p(const char *path, mode_t mode)
 	if (!slash || slash == buf)
 		return -ENOENT;
 	*slash = '\0';
-	r = mkdir_p(buf, mode);
+	r = mkdir_p(mc, buf, mode);
 	if (r < 0)
 		return r;
-	if (mkdir(path, mode) < 0 && errno != EEXIST)
-		return negative_errno();
-	return 0;
+	if (mkdir(path, mode) == 0)
+		return note_created(mc, path, true);
+	return errno == EEXIST ? 0 : negative_errno();
 }
 
 /* The directory that will hold path. */
-static int mkdir_parent(const char *path)
+static int mkdir_parent(const struct mount_ctx *mc, const char *path)
 {
 	char parent[PATH_MAX];
 	char *slash;
 
-	snprintf(parent, sizeof(parent), "%s", path);
+	if ((size_t)snprintf(parent, sizeof(parent), "%s", path) >= sizeof(parent))
+		return -ENAMETOOLONG;
 	slash = strrchr(parent, '/');
 	if (!slash || slash == parent)
 		return 0;
 	*slash = '\0';
-	return mkdir_p(parent, 0755);
+	return mkdir_p(mc, parent, 0755);
 }
 
-static int make_mountpoint(const char *path, bool dir)
+static int make_mountpoint(const struct mount_ctx *mc, const char *path, bool dir)
 {
 	int fd, r;
 
 	if (dir)
-		return mkdir_p(path, 0755);
+		return mkdir_p(mc, path, 0755);
 	/* O_EXCL: a file that is there already (a synthetic /etc/resolv.conf inside
 	 * ro-bind /etc: the mapping shows one) is the mount point as it is; the kernel
 	 * says EEXIST for it before it would say EROFS for the read-only mapping. The
@@ -361,12 +427,14 @@ static int make_mountpoint(const char *path, bool dir)
 			break;
 		if (errno != ENOENT || again)
 			return negative_errno();
-		r = mkdir_parent(path);
+		r = mkdir_parent(mc, path);
 		if (r < 0)
 			return r;
 	}
+	if (fd < 0)
+		return 0;
 	safe_close(fd);
-	return 0;
+	return note_created(mc, path, false);
 }
 
 static int set_readonly(const char *path)
@@ -392,16 +460,6 @@ static int set_nodev(const char *path)
 				  sizeof(attr)));
 }
 
-struct mount_ctx {
-	int err;
-	bool links; /* a hidden path was a symlink, left uncovered */
-	/* /newroot/proc is the sandbox's own procfs, on top (build_mount_ns() mounts it
-	 * read-only; a mapping of "/" covers it and mounts it again, read-write) */
-	bool proc_rw;
-	/* the table maps "/" read-write: the root mount is that mapping, not the skeleton */
-	bool root_rw;
-	char failed[PATH_MAX + 32];
-};
 
 /* The stubs hidden objects are covered with, on the staging tmpfs (the binds keep them
  * alive after the staging root is dropped): an empty file of mode 0444 and an empty
@@ -544,10 +602,12 @@ static int mount_one(const struct vfs_mount_info *m, void *ud)
 		/* The parent is made only when the symlink says it is missing. */
 		r = RET_NERRNO(symlink(target, dst));
 		if (r == -ENOENT) {
-			r = mkdir_parent(dst);
+			r = mkdir_parent(mc, dst);
 			if (r >= 0)
 				r = RET_NERRNO(symlink(target, dst));
 		}
+		if (r == 0)
+			r = note_created(mc, dst, false);
 		if (r == -EEXIST)
 			r = 0;
 		if (r < 0)
@@ -564,7 +624,7 @@ static int mount_one(const struct vfs_mount_info *m, void *ud)
 			/* A mapping of a host path that does not exist (an optional /lib64,
 			 * say) is simply absent from the view, as it is in the vfs. */
 			return 0;
-		r = make_mountpoint(dst, S_ISDIR(st.st_mode));
+		r = make_mountpoint(mc, dst, S_ISDIR(st.st_mode));
 		if (r < 0)
 			goto fail;
 		r = RET_NERRNO(mount(src, dst, NULL, MS_BIND | MS_REC, NULL));
@@ -622,6 +682,7 @@ fail:
 static int build_mount_ns(struct spawn_plan *p)
 {
 	struct mount_ctx mc = { 0 };
+	struct stat st;
 	int r;
 
 	/* Nothing we mount may propagate back to the host. */
@@ -644,10 +705,14 @@ static int build_mount_ns(struct spawn_plan *p)
 	r = RET_NERRNO(mount("tmpfs", "/newroot", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755"));
 	if (r < 0)
 		return r;
+	if (stat("/newroot", &st) < 0)
+		return negative_errno();
+	mc.own_dev = st.st_dev;
+	mc.sync_fd = p->sync_fd;
 
 	/* A /proc of the sandbox's own pid namespace, whatever the table says; the table's
 	 * hide rules under /proc then cover parts of it. */
-	r = mkdir_p("/newroot/proc", 0555);
+	r = mkdir_p(NULL, "/newroot/proc", 0555);
 	if (r < 0)
 		return r;
 	r = RET_NERRNO(mount("proc", "/newroot/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,

@@ -14,6 +14,7 @@
 
 #include <linux/filter.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "launch.h"
@@ -37,6 +38,11 @@ enum sync_type {
 	SYNC_EXEC_FD,         /* supervisor -> command (exec_fd): after the argv, SCM_RIGHTS =
 	                         the program the supervisor resolved and checked, to run with
 	                         execveat(AT_EMPTY_PATH); or none: exec by name */
+	SYNC_CREATED,         /* keeper -> supervisor (namespaced): a mount point it made in a
+	                         mapping of a host directory, to be removed when the run ends;
+	                         SCM_RIGHTS = an O_PATH fd of the directory it was made in,
+	                         value = 1 for a directory, and the message goes on with a
+	                         struct sync_created and its path in the sandbox, NUL-ended */
 };
 
 #define SPAWN_ARGV_MAX (128 * 1024) /* the packed argv of SYNC_ARGV, NULs included */
@@ -45,6 +51,13 @@ struct sync_msg {
 	int type;
 	int value;
 	int value2;
+};
+
+/* SYNC_CREATED's object as the keeper made it: a lookup through the directory's fd finds
+ * the mount the keeper puts on it next, until the namespace is gone. */
+struct sync_created {
+	uint64_t dev;
+	uint64_t ino;
 };
 
 #define SPAWN_STUB_FILE "cover-stub"
