@@ -7,11 +7,13 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/fanotify.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -177,8 +179,11 @@ static void on_event(struct stubwatch *w, const struct fanotify_event_metadata *
 	if (e && w->s->continue_denied_opens && take_expected(w->s, md->pid))
 		e = NULL;
 	/* --audit: the denied call's stack, while the opener still waits for the answer
-	 * (SCHEMA.md: stacks of denied calls) */
-	if (e && pc && w->s->audit && (md->mask & FAN_ALL_PERM_EVENTS) &&
+	 * (SCHEMA.md: stacks of denied calls). Not while permission events of the open
+	 * group may be queued (pace()): the capture takes the symbol cache's lock, which a
+	 * notifier may hold while its own open of a mapped file in the sandbox's mounts
+	 * waits in one of them for this very thread; such a denial has no stack. */
+	if (e && pc && w->s->audit && (md->mask & FAN_ALL_PERM_EVENTS) && !w->perm_left &&
 	    audit_wants_stacks(w->s->audit, AUDIT_DENIED)) {
 		int k = audit_stack_capture(md->pid, md->pid, pc, 0, AUDIT_STACK_SCAN, frames,
 					    ELEMENTSOF(frames), strings, sizeof(strings));
@@ -227,6 +232,15 @@ static void on_open_event(struct stubwatch *w, const struct fanotify_event_metad
 				    "missing from the audit stream");
 		return;
 	}
+	if (md->mask & FAN_OPEN_PERM) {
+		/* pacing (pace()): the opener waited for its turn; the open's own event,
+		 * once it succeeds, is what is recorded */
+		struct fanotify_response resp = { .fd = md->fd, .response = FAN_ALLOW };
+
+		(void)!write(w->opens, &resp, sizeof(resp));
+		close(md->fd);
+		return;
+	}
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", md->fd);
 	n = readlink(link, vpath, sizeof(vpath) - 1);
 	/* asked only of a name that ends so: no fstat() for every other open event */
@@ -262,12 +276,83 @@ static bool drain(struct stubwatch *w, int fd)
 
 	if (len <= 0)
 		return false;
+	if (fd == w->opens && w->perm_left != SIZE_MAX)
+		w->perm_left -= MIN(w->perm_left, (size_t)len);
 	for (md = (const void *)buf; FAN_EVENT_OK(md, len); md = FAN_EVENT_NEXT(md, len))
 		if (fd == w->fan)
 			on_event(w, md);
 		else
 			on_open_event(w, md);
 	return true;
+}
+
+/* FAN_OPEN_PERM added to, or taken from, every mount mark of the open events. The
+ * kernel takes no permission mark on procfs (EINVAL, since 6.12): opens of the
+ * sandbox's /proc are not paced, and bounded by STUBWATCH_BACKLOG_MAX alone. */
+static int set_paced(struct stubwatch *w, bool on)
+{
+	struct creds_raised raised;
+	int r = 0, queued;
+
+	/* mount marks take CAP_SYS_ADMIN (stubwatch_mark_mounts()) */
+	(void)creds_raise(1ull << CAP_SYS_ADMIN, &raised);
+	for (size_t i = 0; i < w->n_mounts && r == 0; i++) {
+		char path[64];
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", w->mounts[i]);
+		if (fanotify_mark(w->opens, (on ? FAN_MARK_ADD : FAN_MARK_REMOVE) | FAN_MARK_MOUNT,
+				  FAN_OPEN_PERM, AT_FDCWD, path) < 0 && errno != EINVAL)
+			r = negative_errno();
+	}
+	creds_lower(&raised, "the pacing marks");
+	w->paced = on;
+	/* Paced, any event may be a permission one; once not, only those already queued,
+	 * which the next FIONREAD bytes hold (read after the marks changed). */
+	w->perm_left = SIZE_MAX;
+	if (!on && ioctl(w->opens, FIONREAD, &queued) == 0)
+		w->perm_left = (size_t)queued;
+	return r;
+}
+
+/*
+ * Backpressure on the sandbox's native opens: past STUBWATCH_PACE_HIGH bytes of unread
+ * open events, each further open waits in its permission event until this thread has
+ * read everything queued before it; below STUBWATCH_PACE_LOW, they stop waiting. The
+ * backlog, kernel memory charged to us, and the time teardown takes to read it stay
+ * bounded, whatever pace the sandbox opens at, and no event is dropped.
+ */
+static void pace(struct stubwatch *w)
+{
+	unsigned max = STUBWATCH_BACKLOG_MAX;
+	int queued = 0;
+
+#if MOAT_TEST_HOOKS
+	/* MOAT_TEST_BACKLOG_MAX=BYTES: the limit, low enough for a test to meet it */
+	if (getenv("MOAT_TEST_BACKLOG_MAX"))
+		max = (unsigned)strtoul(getenv("MOAT_TEST_BACKLOG_MAX"), NULL, 10);
+#endif
+	if (w->opens < 0 || !w->n_mounts || ioctl(w->opens, FIONREAD, &queued) < 0)
+		return;
+	if ((unsigned)queued > max && !w->overrun && w->keeper > 0) {
+		/* Only opens that cannot be paced get here (procfs): the run ends rather
+		 * than its records go missing or the queue takes the host's memory. The
+		 * keeper is our child, not reaped before the main loop sees it exit. */
+		w->overrun = true;
+		log_error("the sandbox opened files faster than the audit stream records them, "
+			  "where it cannot be made to wait (%u bytes of open events queued): the "
+			  "run is stopped", (unsigned)queued);
+		(void)kill(w->keeper, SIGKILL);
+	}
+	if (!w->paced && (unsigned)queued > STUBWATCH_PACE_HIGH) {
+		int r = set_paced(w, true);
+
+		if (r < 0)
+			log_warning("cannot make the sandbox's opens wait for the audit recorder "
+				    "(%s): its backlog of open events may grow without bound",
+				    strerror(-r));
+	} else if (w->paced && (unsigned)queued < STUBWATCH_PACE_LOW) {
+		(void)set_paced(w, false);
+	}
 }
 
 static void *stubwatch_main(void *arg)
@@ -288,6 +373,7 @@ static void *stubwatch_main(void *arg)
 		do {
 			while (drain(w, w->fan))
 				;
+			pace(w);
 		} while (drain(w, w->opens));
 		if (p[1].revents)
 			break;
@@ -332,8 +418,7 @@ void stubwatch_stop(struct stubwatch *w)
 			;
 	}
 	w->fan = safe_close(w->fan);
-	w->opens = safe_close(w->opens);
-	w->mntns = safe_close(w->mntns);
+	stubwatch_close_recorder(w);
 	w->stop = safe_close(w->stop);
 }
 
@@ -344,9 +429,10 @@ int stubwatch_open_recorder(struct stubwatch *w)
 		return -EPERM;
 #endif
 	/* FAN_REPORT_TID: the opening thread, as a trapped call's record names it.
-	 * FAN_UNLIMITED_QUEUE: an overflow would lose records. */
-	w->opens = fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK | FAN_REPORT_TID |
-					 FAN_UNLIMITED_QUEUE,
+	 * FAN_UNLIMITED_QUEUE: an overflow would lose records. FAN_CLASS_CONTENT: the
+	 * permission events that pace the opener (pace()), queued with the others. */
+	w->opens = fanotify_init(FAN_CLASS_CONTENT | FAN_CLOEXEC | FAN_NONBLOCK |
+					 FAN_REPORT_TID | FAN_UNLIMITED_QUEUE,
 				 O_RDONLY | O_CLOEXEC | O_LARGEFILE | O_NOATIME);
 	return w->opens < 0 ? negative_errno() : 0;
 }
@@ -355,6 +441,13 @@ void stubwatch_close_recorder(struct stubwatch *w)
 {
 	w->opens = safe_close(w->opens);
 	w->mntns = safe_close(w->mntns);
+	for (size_t i = 0; i < w->n_mounts; i++)
+		safe_close(w->mounts[i]);
+	free(w->mounts);
+	w->mounts = NULL;
+	w->n_mounts = 0;
+	w->paced = false;
+	w->perm_left = 0;
 }
 
 /* mountinfo's octal escapes (\040 for a space), undone in place */
@@ -406,6 +499,7 @@ int stubwatch_mark_mounts(struct stubwatch *w, pid_t keeper, int rootfd)
 						   RESOLVE_NO_MAGICLINKS };
 		char *mp = line, *end;
 		_cleanup_close_ int fd = -1;
+		int *more;
 
 		/* ID PARENT MAJOR:MINOR ROOT MOUNT-POINT ... */
 		for (int i = 0; i < 4 && mp; i++)
@@ -425,10 +519,16 @@ int stubwatch_mark_mounts(struct stubwatch *w, pid_t keeper, int rootfd)
 		 * alone, and the link is the mount RESOLVE_IN_ROOT reached */
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 		if (fanotify_mark(w->opens, FAN_MARK_ADD | FAN_MARK_MOUNT, FAN_OPEN | FAN_OPEN_EXEC,
-				  AT_FDCWD, path) < 0)
+				  AT_FDCWD, path) < 0) {
 			r = negative_errno();
-		else
+		} else if (!(more = realloc(w->mounts, (w->n_mounts + 1) * sizeof(*more)))) {
+			r = -ENOMEM;
+		} else {
+			/* kept: pacing adds to this mark and takes away again (pace()) */
+			w->mounts = more;
+			w->mounts[w->n_mounts++] = TAKE_FD(fd);
 			marked++;
+		}
 	}
 	free(line);
 	creds_lower(&raised, "the mount marks");

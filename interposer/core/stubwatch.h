@@ -25,6 +25,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 struct sup_ctx;
@@ -34,6 +35,11 @@ struct stubwatch {
 	int opens;   /* --audit: the notification group that reports native opens, or -1 */
 	pid_t keeper; /* its opens are not the sandbox's */
 	int mntns;   /* the sandbox's mount namespace, held until the last event is read */
+	int *mounts; /* O_PATH fds of the mounts opens has marks on */
+	size_t n_mounts;
+	bool paced;  /* those marks ask FAN_OPEN_PERM too: every open waits for its turn */
+	bool overrun; /* past STUBWATCH_BACKLOG_MAX: the run was stopped */
+	size_t perm_left; /* bytes of opens' queue that may hold permission events */
 	int stop;    /* eventfd: the thread ends when it is written */
 	bool started;
 	pthread_t thread;
@@ -62,7 +68,11 @@ void stubwatch_stop(struct stubwatch *w);
  * stream (`openat`, `O_RDONLY`, decision `native`, the rule the path falls under)
  * without a round trip: the opener does not wait. Nothing trapped is continued as an
  * open (creates and write opens are opened by moat itself, ADDFD, and recorded by
- * their handler), so every event is one the sandbox made natively;
+ * their handler), so every event is one the sandbox made natively; a backlog of
+ * unread events past STUBWATCH_PACE_HIGH bytes adds FAN_OPEN_PERM to the marks until it
+ * falls below STUBWATCH_PACE_LOW, so that a program opening faster than its opens are
+ * recorded waits for the recorder instead of growing the kernel's queue (the group is
+ * of the content class for that, its events of both kinds in one queue, in order);
  * exec opens are recorded as execs; the supervisor's and
  * the keeper's own opens are not the sandbox's. A denied open of a stub is recorded
  * as denied. stubwatch_open_recorder() with stubwatch_open(), before the supervisor
@@ -71,6 +81,11 @@ void stubwatch_stop(struct stubwatch *w);
  * open of the sandbox's goes unseen), which raises CAP_SYS_ADMIN from the permitted set
  * for the marks; stubwatch_close_recorder() if the run traps its opens after all.
  */
+#define STUBWATCH_PACE_HIGH (256u << 10) /* bytes of queued events: about 10 000 opens */
+#define STUBWATCH_PACE_LOW (32u << 10)
+/* Opens of procfs, which takes no permission mark, are not paced: a backlog past this
+ * (about 170 000 events) stops the run. */
+#define STUBWATCH_BACKLOG_MAX (4u << 20)
 int stubwatch_open_recorder(struct stubwatch *w);
 int stubwatch_mark_mounts(struct stubwatch *w, pid_t keeper, int rootfd);
 void stubwatch_close_recorder(struct stubwatch *w);
