@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/mount.h>
+#include <linux/openat2.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -337,6 +338,10 @@ struct mount_ctx {
 	char failed[PATH_MAX + 32];
 	int sync_fd;   /* for SYNC_CREATED */
 	dev_t own_dev; /* the keeper's tmpfs at /newroot */
+	/* read-write mappings of host directories mounted so far (their virtual paths):
+	 * what an earlier run may have left symlinks in (confine_dst()) */
+	const char *rw[16];
+	size_t n_rw;
 };
 
 /*
@@ -554,6 +559,87 @@ static int proc_settings_readonly(const char *proc)
 	return 0;
 }
 
+/* dst, a mapping's destination, lies strictly below a read-write host mapping mounted
+ * before it (or below more of them than mc remembers). */
+static bool below_rw(const struct mount_ctx *mc, const char *virt)
+{
+	if (mc->n_rw > ELEMENTSOF(mc->rw))
+		return true;
+	for (size_t i = 0; i < mc->n_rw; i++)
+		if (strcmp(virt, mc->rw[i]) != 0 && vfs_path_under(virt, mc->rw[i]))
+			return true;
+	return false;
+}
+
+/*
+ * Where a destination really is. Below a read-write mapping of a host directory (a
+ * workspace) an earlier run may have left a symlink, which the keeper would follow from
+ * its own root, whose /oldroot is the host's: the mount point would be made on the
+ * host, as the keeper (the host's root, when root started moat), wherever the link
+ * says (an empty /etc/nologin), and the mount would miss the view. Resolved instead as
+ * the sandbox will see it, with /newroot as the root (RESOLVE_IN_ROOT), from the
+ * deepest part that exists; a component after it that is there but leads nowhere in
+ * the view (a symlink to /oldroot/...) is refused (ELOOP). dst is rewritten to the
+ * resolved path and what is still to be made.
+ */
+static int confine_dst(char *dst, size_t size)
+{
+	struct open_how how = { .flags = O_PATH | O_CLOEXEC,
+				.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+	_cleanup_close_ int root = open("/newroot", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	char rel[PATH_MAX], real[PATH_MAX], link[64];
+	size_t len;
+	ssize_t n;
+	int fd;
+
+	if (root < 0)
+		return negative_errno();
+	if ((size_t)snprintf(rel, sizeof(rel), "%s", dst + strlen("/newroot")) >= sizeof(rel))
+		return -ENAMETOOLONG;
+	len = strlen(rel);
+	for (;;) {
+		char *slash;
+
+		fd = (int)syscall(SYS_openat2, root, len ? rel + 1 : ".", &how, sizeof(how));
+		if (fd >= 0)
+			break;
+		if (errno != ENOENT || !len)
+			return negative_errno();
+		slash = strrchr(rel, '/');
+		*slash = '\0';
+		len = (size_t)(slash - rel);
+		/* the first missing component must be missing indeed, not a symlink that
+		 * leads out of the view */
+		fd = (int)syscall(SYS_openat2, root, len ? rel + 1 : ".", &how, sizeof(how));
+		if (fd >= 0) {
+			struct stat st;
+			int e = fstatat(fd, slash + 1, &st, AT_SYMLINK_NOFOLLOW) == 0 ? ELOOP : 0;
+
+			if (e) {
+				close(fd);
+				return -e;
+			}
+			break;
+		}
+		*slash = '/';
+		rel[len] = '\0';
+	}
+	/* the staging root has no /proc: the sandbox's own, mounted first, names it */
+	snprintf(link, sizeof(link), "/newroot/proc/self/fd/%d", fd);
+	n = readlink(link, real, sizeof(real) - 1);
+	close(fd);
+	if (n < 0)
+		return negative_errno();
+	real[n] = '\0';
+	if (strncmp(real, "/newroot", 8) != 0 || (real[8] != '/' && real[8] != '\0'))
+		return -EXDEV; /* RESOLVE_IN_ROOT keeps it below: never expected */
+	/* what exists, resolved, then the rest of the destination as it was asked */
+	if ((size_t)snprintf(rel, sizeof(rel), "%s", dst + strlen("/newroot") + len) >= sizeof(rel) ||
+	    (size_t)snprintf(dst, size, "%s%s", real, rel) >= size)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
 static int mount_one(const struct vfs_mount_info *m, void *ud)
 {
 	struct mount_ctx *mc = ud;
@@ -587,6 +673,13 @@ static int mount_one(const struct vfs_mount_info *m, void *ud)
 	if (m->kind != VFS_MOUNT_HIDE &&
 	    (strcmp(m->virt, "/proc") == 0 || strncmp(m->virt, "/proc/", 6) == 0))
 		return 0;
+	if (m->kind != VFS_MOUNT_HIDE && below_rw(mc, m->virt) &&
+	    (r = confine_dst(dst, sizeof(dst))) < 0) {
+		if (r == -ELOOP)
+			log_error("%s: a symlink on the way leads out of the sandbox's view: no "
+				  "mount point is made through it", m->virt);
+		goto fail;
+	}
 	switch (m->kind) {
 	case VFS_MOUNT_SYMLINK: {
 		char target[PATH_MAX];
@@ -630,6 +723,8 @@ static int mount_one(const struct vfs_mount_info *m, void *ud)
 		r = RET_NERRNO(mount(src, dst, NULL, MS_BIND | MS_REC, NULL));
 		if (r < 0)
 			goto fail;
+		if (m->writable && m->kind == VFS_MOUNT_BIND && mc->n_rw++ < ELEMENTSOF(mc->rw))
+			mc->rw[mc->n_rw - 1] = m->virt;
 		if (!m->writable) {
 			r = set_readonly(dst);
 			if (r < 0)
