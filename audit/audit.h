@@ -166,6 +166,8 @@ int audit_proc(struct audit_writer *w, const struct audit_proc *p);
 /* Writes the footer (per-syscall totals are kept by the writer itself), the last frame and
  * the signature; frees w. Returns the first error the writer thread met, if any. */
 int audit_writer_close(struct audit_writer *w, const struct audit_ftr *f);
+/* Records dropped so far because the pending buffer was full (0 for NULL). */
+uint64_t audit_writer_dropped(struct audit_writer *w);
 bool audit_wants_stacks(const struct audit_writer *w, enum audit_decision d);
 
 /* ---- names ---- */

@@ -771,6 +771,18 @@ static void encode_sig(struct audit_writer *w, struct audit__enc *e)
 	audit__map_end(&pk_, &m);
 }
 
+uint64_t audit_writer_dropped(struct audit_writer *w)
+{
+	uint64_t n;
+
+	if (!w)
+		return 0;
+	pthread_mutex_lock(&w->lock);
+	n = w->dropped;
+	pthread_mutex_unlock(&w->lock);
+	return n;
+}
+
 int audit_writer_close(struct audit_writer *w, const struct audit_ftr *f)
 {
 	static const struct audit_ftr empty = { .exit_status = -1, .reason = "unknown" };

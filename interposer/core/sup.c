@@ -1291,6 +1291,11 @@ static int audit_start(struct run *R)
 	};
 	int r, fd;
 
+#if MOAT_TEST_HOOKS
+	/* MOAT_TEST_AUDIT_BUFFER=BYTES: a pending-record buffer small enough to fill */
+	if (getenv("MOAT_TEST_AUDIT_BUFFER"))
+		ao.buffer_bytes = strtoul(getenv("MOAT_TEST_AUDIT_BUFFER"), NULL, 10);
+#endif
 	fd = fcntl(R->audit_out.fd, F_DUPFD_CLOEXEC, 3);
 	r = fd < 0 ? -errno : audit_writer_open_fd(fd, &ao, &R->ctx.audit);
 	if (r < 0) {
@@ -1468,6 +1473,7 @@ static void audit_finish(struct run *R, int status)
 {
 	struct audit_change *l = calloc(R->n_changes ? R->n_changes : 1, sizeof(*l));
 	const struct rusage *ru = &R->ru;
+	uint64_t dropped;
 	int r;
 
 	for (size_t i = 0; l && i < R->n_changes; i++) {
@@ -1493,8 +1499,15 @@ static void audit_finish(struct run *R, int status)
 		.changes = l,
 		.n_changes = l ? R->n_changes : 0,
 	};
+	dropped = audit_writer_dropped(R->ctx.audit);
 	r = audit_writer_close(R->ctx.audit, &f);
 	R->ctx.audit = NULL;
+	/* The stream says so in its checkpoints and footer; whoever started the run
+	 * should not have to dump it to learn that records are missing. */
+	if (dropped)
+		log_warning("the audit stream %s lacks %llu record%s: they came faster than it "
+			    "was written, and its buffer was full", R->o->audit_path,
+			    (unsigned long long)dropped, dropped == 1 ? "" : "s");
 	if (r < 0)
 		log_error("the audit stream %s is incomplete: %s", R->o->audit_path, strerror(-r));
 	free(l);
