@@ -587,14 +587,23 @@ static void note_made(struct run *R, int dirfd, bool dir, const char *buf, size_
 	struct made_mountpoint *a;
 	const char *vpath = buf + sizeof(c), *slash;
 
+	char *copy = NULL;
+
 	if (len <= sizeof(c) || buf[len - 1] != '\0' || !(slash = strrchr(vpath, '/')) ||
-	    !slash[1] || !(a = realloc(R->made, (R->n_made + 1) * sizeof(*a)))) {
+	    !slash[1]) {
+		close(dirfd);
+		return;
+	}
+	if (!(copy = strdup(vpath)) || !(a = realloc(R->made, (R->n_made + 1) * sizeof(*a)))) {
+		log_warning("%s: made on the host for a mount point, will be left there: %s",
+			    vpath, strerror(ENOMEM));
+		free(copy);
 		close(dirfd);
 		return;
 	}
 	memcpy(&c, buf, sizeof(c));
 	R->made = a;
-	a[R->n_made] = (struct made_mountpoint){ .dirfd = dirfd, .vpath = strdup(vpath),
+	a[R->n_made] = (struct made_mountpoint){ .dirfd = dirfd, .vpath = copy,
 						 .dev = (dev_t)c.dev, .ino = (ino_t)c.ino,
 						 .dir = dir };
 	R->n_made++;
@@ -802,17 +811,20 @@ static void stop(struct run *R, enum sup_reason reason, int sig)
  * since, so that a rename during the run steers nothing elsewhere) and only while it is
  * the object made then. What the run put in a directory the keeper made on the way to
  * one keeps that directory, and is said. remove: false (the sandbox may still run)
- * only lets go of them.
+ * lets go of them, each named in a warning.
  */
 static void remove_made(struct run *R, bool remove)
 {
 	for (size_t i = R->n_made; i-- > 0;) {
 		struct made_mountpoint *mp = &R->made[i];
-		const char *name = mp->vpath ? strrchr(mp->vpath, '/') + 1 : NULL;
+		const char *name = strrchr(mp->vpath, '/') + 1;
 		struct stat st;
 
-		if (!remove || !name || fstatat(mp->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-			; /* gone already, or not ours to touch */
+		if (!remove)
+			log_warning("%s: made on the host for a mount point, left there: the "
+				    "sandbox may still run", mp->vpath);
+		else if (fstatat(mp->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			; /* gone already */
 		else if (st.st_dev != mp->dev || st.st_ino != mp->ino)
 			log_warning("%s: left on the host: it is no longer what moat made there "
 				    "for a mount point", mp->vpath);
