@@ -586,7 +586,6 @@ static void note_made(struct run *R, int dirfd, bool dir, const char *buf, size_
 	struct sync_created c;
 	struct made_mountpoint *a;
 	const char *vpath = buf + sizeof(c), *slash;
-
 	char *copy = NULL;
 
 	if (len <= sizeof(c) || buf[len - 1] != '\0' || !(slash = strrchr(vpath, '/')) ||
