@@ -587,7 +587,8 @@ static int confine_dst(char *dst, size_t size)
 	struct open_how how = { .flags = O_PATH | O_CLOEXEC,
 				.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
 	_cleanup_close_ int root = open("/newroot", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	char rel[PATH_MAX], real[PATH_MAX], link[64];
+	char rel[PATH_MAX], real[PATH_MAX], link[64], *missing = NULL;
+	struct stat st;
 	size_t len;
 	ssize_t n;
 	int fd;
@@ -598,31 +599,20 @@ static int confine_dst(char *dst, size_t size)
 		return -ENAMETOOLONG;
 	len = strlen(rel);
 	for (;;) {
-		char *slash;
-
 		fd = (int)syscall(SYS_openat2, root, len ? rel + 1 : ".", &how, sizeof(how));
 		if (fd >= 0)
 			break;
 		if (errno != ENOENT || !len)
 			return negative_errno();
-		slash = strrchr(rel, '/');
-		*slash = '\0';
-		len = (size_t)(slash - rel);
-		/* the first missing component must be missing indeed, not a symlink that
-		 * leads out of the view */
-		fd = (int)syscall(SYS_openat2, root, len ? rel + 1 : ".", &how, sizeof(how));
-		if (fd >= 0) {
-			struct stat st;
-			int e = fstatat(fd, slash + 1, &st, AT_SYMLINK_NOFOLLOW) == 0 ? ELOOP : 0;
-
-			if (e) {
-				close(fd);
-				return -e;
-			}
-			break;
-		}
-		*slash = '/';
-		rel[len] = '\0';
+		missing = strrchr(rel, '/');
+		*missing++ = '\0';
+		len = strlen(rel);
+	}
+	/* the first missing component must be missing indeed, not a symlink that leads
+	 * out of the view */
+	if (missing && fstatat(fd, missing, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		close(fd);
+		return -ELOOP;
 	}
 	/* the staging root has no /proc: the sandbox's own, mounted first, names it */
 	snprintf(link, sizeof(link), "/newroot/proc/self/fd/%d", fd);
