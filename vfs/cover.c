@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -35,6 +36,7 @@ struct cover {
 	void *ud;
 	unsigned entries;  /* read so far, for the budget */
 	unsigned budget;
+	struct vfs_cover_cache *cc; /* or NULL */
 };
 
 /* Components of a glob before its first "**": how deep it can reach in a tree that is
@@ -159,13 +161,39 @@ static int cover_one(struct cover *c, const char *vpath, bool dir)
 	return c->fn(vpath, dir, c->ud);
 }
 
-/* cover_all: vdir itself is refused, so is every entry the table does not rescue. */
+struct replay {
+	struct cover *c;
+	const char *vdir;
+};
+
+static int replay_one(void *ud, const char *name, size_t len, unsigned flags)
+{
+	struct replay *rp = ud;
+	char vpath[PATH_MAX];
+
+	if ((size_t)snprintf(vpath, sizeof(vpath), "%s/%.*s", streq(rp->vdir, "/") ? "" : rp->vdir,
+			     (int)len, name) >= sizeof(vpath))
+		return -E2BIG;
+	if (flags & VFS__CC_COVER)
+		return cover_one(rp->c, vpath, flags & VFS__CC_DIR);
+	return scan(rp->c, vpath, false);
+}
+
+/* cover_all: vdir itself is refused, so is every entry the table does not rescue.
+ * What this does in a directory must follow from the table, vdir, cover_all and the
+ * directory's entries (names and whether each is a directory) alone: the cache
+ * (covercache.c) replays it from a record of those. A change to that logic changes
+ * the version in vfs_cover_cache_key(). */
 static int scan(struct cover *c, const char *vdir, bool cover_all)
 {
 	_cleanup_(closedirp_) DIR *d = NULL;
+	struct vfs__cc_pending pend = { 0 };
+	bool record = false;
+	unsigned n_entries = 0;
 	char host[PATH_MAX];
 	struct dirent *de;
-	int fd, r;
+	struct stat st;
+	int fd, r = 0;
 
 	/* A directory the covering cannot name cannot be covered either: incomplete, as
 	 * over the budget, rather than a glob match silently left in the kernel's view. */
@@ -174,44 +202,85 @@ static int scan(struct cover *c, const char *vdir, bool cover_all)
 	fd = open(host, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return 0; /* gone, or not a directory: nothing to cover below it */
+	if (c->cc && fstat(fd, &st) == 0) {
+		const struct vfs__cc_rec *rec = vfs__cc_find(c->cc, vdir, cover_all, fd, &st);
+
+		if (rec) {
+			struct replay rp = { c, vdir };
+
+			close(fd);
+			c->entries += vfs__cc_entries(rec);
+			if (c->entries > c->budget)
+				return -E2BIG;
+			vfs__cc_keep(c->cc, rec);
+			return vfs__cc_children(rec, replay_one, &rp);
+		}
+		vfs__cc_read(c->cc);
+		/* the ctime before the read: a change during it makes a later one */
+		record = vfs__cc_settled(c->cc, fd, &st);
+	}
 	d = fdopendir(fd);
 	if (!d) {
 		close(fd);
 		return negative_errno();
 	}
-	while ((de = readdir(d))) {
+	for (;;) {
 		char vpath[PATH_MAX];
 		bool dir;
 
+		errno = 0;
+		de = readdir(d);
+		if (!de) {
+			/* a failed read ends the walk here as before, but is not recorded */
+			if (errno)
+				record = false;
+			break;
+		}
 		if (streq(de->d_name, ".") || streq(de->d_name, ".."))
 			continue;
-		if (++c->entries > c->budget)
-			return -E2BIG;
+		n_entries++;
+		if (++c->entries > c->budget) {
+			r = -E2BIG;
+			break;
+		}
 		if ((size_t)snprintf(vpath, sizeof(vpath), "%s/%s", streq(vdir, "/") ? "" : vdir,
-				     de->d_name) >= sizeof(vpath))
-			return -E2BIG;
+				     de->d_name) >= sizeof(vpath)) {
+			r = -E2BIG;
+			break;
+		}
 		if (de->d_type == DT_UNKNOWN) {
-			struct stat st;
+			struct stat est;
 
-			if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			if (fstatat(dirfd(d), de->d_name, &est, AT_SYMLINK_NOFOLLOW) < 0) {
+				/* gone meanwhile, or unreadable: the next run reads again */
+				record = false;
 				continue;
-			dir = S_ISDIR(st.st_mode);
+			}
+			dir = S_ISDIR(est.st_mode);
 		} else {
 			dir = de->d_type == DT_DIR;
 		}
 		if ((cover_all || vfs__glob_latest(c->v, vpath)) && refused(c->v, vpath)) {
+			if (record)
+				vfs__cc_pending_add(&pend, de->d_name,
+						    VFS__CC_COVER | (dir ? VFS__CC_DIR : 0));
 			r = cover_one(c, vpath, dir);
 			if (r < 0)
-				return r;
+				break;
 			continue;
 		}
 		if (dir && !streq(vpath, "/proc") && worth_reading(c->v, vpath)) {
+			if (record)
+				vfs__cc_pending_add(&pend, de->d_name, VFS__CC_DIR);
 			r = scan(c, vpath, false);
 			if (r < 0)
-				return r;
+				break;
 		}
 	}
-	return 0;
+	if (r == 0 && record)
+		vfs__cc_put(c->cc, vdir, cover_all, &st, n_entries, &pend);
+	free(pend.buf);
+	return r;
 }
 
 _public_ bool vfs_kernel_view_exact(const struct vfs *v)
@@ -226,11 +295,16 @@ _public_ bool vfs_kernel_view_exact(const struct vfs *v)
 }
 
 _public_ int vfs_foreach_cover(const struct vfs *v, const char *root, unsigned budget,
+			       struct vfs_cover_cache *cc,
 			       int (*fn)(const char *vpath, bool dir, void *ud), void *ud)
 {
-	struct cover c = { .v = v, .root = root, .fn = fn, .ud = ud, .budget = budget };
+	struct cover c = { .v = v, .root = root, .fn = fn, .ud = ud, .budget = budget, .cc = cc };
+	int r;
 
 	if (v->n_globs == 0)
 		return 0;
-	return scan(&c, "/", false);
+	r = scan(&c, "/", false);
+	if (cc)
+		vfs__cc_done(cc, c.entries);
+	return r;
 }

@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "macros.h"
 #include "vfs.h"
@@ -151,6 +152,40 @@ bool vfs__is_implicit(const struct vfs *v, const char *vpath);
 int vfs__implicit_fd(const struct vfs *v, const char *vpath);
 const struct vfs__rule *vfs__glob_latest(const struct vfs *v, const char *vpath);
 const struct vfs__rule *vfs__system_covering(const struct vfs *v, const char *vpath);
+
+/* covercache.c: vfs_foreach_cover()'s records across runs. A record found is valid for
+ * the directory fd (its device, inode and ctime, on a file system that keeps ctime);
+ * the walk replays its children (flags: VFS__CC_DIR, VFS__CC_COVER, else gone down
+ * into) and keeps it. A directory read is recorded if vfs__cc_settled(). */
+#define VFS__CC_DIR 1u
+#define VFS__CC_COVER 2u
+struct vfs__cc_rec;
+struct vfs__cc_pending {
+	uint8_t *buf;
+	size_t len, cap;
+	uint32_t n;
+	bool failed;
+};
+const struct vfs__cc_rec *vfs__cc_find(struct vfs_cover_cache *cc, const char *vdir,
+				       bool cover_all, int fd, const struct stat *st);
+/* the record of that path, not checked against any directory; records parsed */
+const struct vfs__cc_rec *vfs__cc_lookup(const struct vfs_cover_cache *cc, const char *vdir,
+					 bool cover_all);
+size_t vfs__cc_count(const struct vfs_cover_cache *cc);
+uint32_t vfs__cc_entries(const struct vfs__cc_rec *r);
+/* fn for each child until it returns non-zero, which is returned */
+int vfs__cc_children(const struct vfs__cc_rec *r,
+		     int (*fn)(void *ud, const char *name, size_t len, unsigned flags), void *ud);
+void vfs__cc_keep(struct vfs_cover_cache *cc, const struct vfs__cc_rec *r);
+void vfs__cc_read(struct vfs_cover_cache *cc);
+bool vfs__cc_settled(struct vfs_cover_cache *cc, int fd, const struct stat *st);
+void vfs__cc_pending_add(struct vfs__cc_pending *pend, const char *name, unsigned flags);
+void vfs__cc_put(struct vfs_cover_cache *cc, const char *vdir, bool cover_all,
+		 const struct stat *st, uint32_t n_entries, const struct vfs__cc_pending *pend);
+void vfs__cc_done(struct vfs_cover_cache *cc, unsigned entries);
+
+/* write() until all of buf is written (EINTR retried): 0 or -errno */
+int vfs__write_all(int fd, const void *buf, size_t len);
 bool vfs__glob_reaches(const struct vfs__rule *g, const struct vfs__rule *sys);
 bool vfs__rescuable(const struct vfs *v, const struct vfs__rule *block, const char *vpath);
 bool vfs__hides_devices(const struct vfs__rule *m);

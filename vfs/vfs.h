@@ -297,8 +297,32 @@ int vfs_foreach_mount(const struct vfs *v, int (*fn)(const struct vfs_mount_info
  * stays covered).
  */
 #define VFS_COVER_BUDGET 500000u /* entries: about 2 s of start-up */
+struct vfs_cover_cache;
 int vfs_foreach_cover(const struct vfs *v, const char *root, unsigned budget,
+                      struct vfs_cover_cache *cc,
                       int (*fn)(const char *vpath, bool dir, void *ud), void *ud);
+
+/*
+ * What vfs_foreach_cover() did in each directory, kept across runs (vfs/covercache.c
+ * says why that is sound): with a cache, a directory whose device, inode and ctime match
+ * its record is not read again. The key names the table and root (malloc'ed; NULL: out
+ * of memory), _name() the file to keep it in ("cover-" and 32 hex digits). _new() takes
+ * an earlier run's file (fd, or -1), used only if it parses, checks and has this key;
+ * NULL: out of memory. After a walk that returned 0, _changed() says whether the file
+ * should be replaced by what _write() writes to fd.
+ */
+char *vfs_cover_cache_key(const struct vfs *v, const char *root);
+int vfs_cover_cache_name(const char *key, char *buf, size_t size);
+struct vfs_cover_cache *vfs_cover_cache_new(const char *key, int fd);
+void vfs_cover_cache_free(struct vfs_cover_cache *cc);
+bool vfs_cover_cache_changed(const struct vfs_cover_cache *cc);
+int vfs_cover_cache_write(const struct vfs_cover_cache *cc, int fd);
+/* Whether the directory dirfd, or one above it, is mapped into the sandbox (shown, or
+ * not known): a cache kept there could be read or written by the sandbox. */
+bool vfs_shows_host_dir(const struct vfs *v, int dirfd);
+/* Directories replayed from a record, and read. */
+void vfs_cover_cache_stats(const struct vfs_cover_cache *cc, unsigned *ret_hits,
+                           unsigned *ret_reads);
 
 /* Whether a mount namespace built from the table shows what the vfs shows, hidden
  * content aside: not when a mapping of a parent of /dev brings the host's device nodes

@@ -13,6 +13,7 @@
  * Whatever ends the run, teardown is the same: kill the whole tree (pid namespace,
  * cgroup, and a sweep of our own descendants as a subreaper), then account.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -33,6 +34,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/sendfile.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -288,6 +290,12 @@ struct run {
 		bool dir;
 	} *made;
 	size_t n_made;
+	/* The covering's records across runs (cover_cache_open()): the directory they are
+	 * kept in, this run's file name, the key, and the keeper's new records. */
+	int cc_dir;
+	char cc_name[64];
+	char *cc_key;
+	int cc_new;
 };
 
 static void stop(struct run *R, enum sup_reason reason, int sig);
@@ -662,6 +670,10 @@ static void on_sync(struct run *R)
 			pthread_mutex_unlock(&R->ctx.lock);
 		} else if (cred.pid == R->keeper)
 			log_warning("the sandbox has no DNS: %s", strerror(m.value));
+		break;
+	case SYNC_COVER_CACHE:
+		if (cred.pid == R->keeper && passed >= 0 && R->cc_dir >= 0 && R->cc_new < 0)
+			R->cc_new = TAKE_FD(passed);
 		break;
 	case SYNC_STATUS:
 		R->have_cmd_status = true;
@@ -1683,6 +1695,7 @@ static struct run *run_new(struct sup_opts *o)
 	R->stubs = (struct stubwatch)STUBWATCH_INIT;
 	pthread_mutex_init(&R->ctx.lock, NULL);
 	R->epfd = R->sigfd = R->timerfd = R->syncfd = R->pidfd = R->cmd_pidfd = -1;
+	R->cc_dir = R->cc_new = -1;
 	R->report_out = (struct out_file)OUT_FILE_INIT;
 	R->audit_out = (struct out_file)OUT_FILE_INIT;
 	R->t_start = now_mono_ns();
@@ -1819,11 +1832,138 @@ static void unnamespaced_reads(struct run *R, struct spawn_plan *plan)
 		 "rules) holds nothing hidden; elsewhere emulated", ll_readset_rules(R->readset));
 }
 
+/*
+ * Where the covering's records are kept between runs (vfs/covercache.c): root's in
+ * /var/cache/moat, a user's in $XDG_CACHE_HOME/moat or ~/.cache/moat; a directory of
+ * ours that nobody else can write, and that no mapping shows the sandbox (it could
+ * rewrite the records so that a hidden file goes uncovered, or read the names of hidden
+ * files in trees this run does not map). MOAT_COVER_CACHE=off: none; =DIR: there.
+ */
+static int cover_cache_dir(const struct vfs *v)
+{
+	const char *e = getenv("MOAT_COVER_CACHE"), *xdg = getenv("XDG_CACHE_HOME"),
+		   *home = getenv("HOME");
+	char path[PATH_MAX];
+	struct stat st;
+	int fd;
+
+	if (e && streq(e, "off"))
+		return -1;
+	if (e && e[0] == '/')
+		snprintf(path, sizeof(path), "%s", e);
+	else if (geteuid() == 0)
+		snprintf(path, sizeof(path), "/var/cache");
+	else if (xdg && xdg[0] == '/')
+		snprintf(path, sizeof(path), "%s", xdg);
+	else if (home && home[0] == '/' && strlen(home) < PATH_MAX - 16)
+		snprintf(path, sizeof(path), "%s/.cache", home);
+	else
+		return -1;
+	if (!(e && e[0] == '/')) {
+		(void)mkdir(path, 0700);
+		if (strlen(path) + sizeof("/moat") > sizeof(path))
+			return -1;
+		strcat(path, "/moat");
+	}
+	(void)mkdir(path, 0700);
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 077)) {
+		log_info("covering: no records kept (%s is not ours alone)", path);
+		return safe_close(fd);
+	}
+	if (vfs_shows_host_dir(v, fd)) {
+		log_info("covering: no records kept (the sandbox would see %s)", path);
+		return safe_close(fd);
+	}
+	return fd;
+}
+
+/* The keeper reads the trees hide globs can match in (vfs_foreach_cover()); the
+ * records of an earlier run with the same table spare it the directories that did not
+ * change. */
+static void cover_cache_open(struct run *R, struct spawn_plan *plan)
+{
+	plan->cover_cache_fd = -1;
+	if (!plan->cover_globs || (R->cc_dir = cover_cache_dir(R->o->vfs)) < 0)
+		return;
+	R->cc_key = vfs_cover_cache_key(R->o->vfs, "/newroot");
+	if (!R->cc_key || vfs_cover_cache_name(R->cc_key, R->cc_name, sizeof(R->cc_name)) < 0) {
+		R->cc_dir = safe_close(R->cc_dir);
+		return;
+	}
+	plan->cover_cache_key = R->cc_key;
+	plan->cover_cache_fd = openat(R->cc_dir, R->cc_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+/* Keeps at most this many files of records, the least recently written go first. */
+#define COVER_CACHE_FILES 64
+
+static void cover_cache_prune(int dir)
+{
+	_cleanup_(closedirp_) DIR *d = NULL;
+	struct { char name[64]; time_t t; } old[COVER_CACHE_FILES + 1];
+	size_t n = 0, total = 0;
+	struct dirent *de;
+	int fd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		safe_close(fd);
+		return;
+	}
+	/* old[] holds the COVER_CACHE_FILES + 1 oldest seen so far, newest last */
+	while ((de = readdir(d))) {
+		struct stat st;
+		size_t i;
+
+		if (strncmp(de->d_name, "cover-", 6) != 0 || strlen(de->d_name) >= sizeof(old[0].name) ||
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		total++;
+		if (n == ELEMENTSOF(old) && st.st_mtime >= old[n - 1].t)
+			continue;
+		if (n < ELEMENTSOF(old))
+			n++;
+		for (i = n - 1; i > 0 && old[i - 1].t > st.st_mtime; i--)
+			old[i] = old[i - 1];
+		memcpy(old[i].name, de->d_name, strlen(de->d_name) + 1); /* checked above */
+		old[i].t = st.st_mtime;
+	}
+	for (size_t i = 0; total > COVER_CACHE_FILES && i < n; i++, total--)
+		(void)unlinkat(dirfd(d), old[i].name, 0);
+}
+
+/* The keeper's new records replace the file, whole (a reader never sees half of one). */
+static void cover_cache_save(struct run *R)
+{
+	char tmp[96];
+	struct stat st;
+	off_t off = 0;
+	int fd;
+
+	if (R->cc_new < 0 || fstat(R->cc_new, &st) < 0 || st.st_size <= 0 ||
+	    st.st_size > (16 << 20))
+		return;
+	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", R->cc_name, (int)getpid());
+	(void)unlinkat(R->cc_dir, tmp, 0); /* left by a run of the same pid that died */
+	fd = openat(R->cc_dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	while (off < st.st_size && sendfile(fd, R->cc_new, &off, (size_t)(st.st_size - off)) > 0)
+		;
+	if (close(fd) < 0 || off != st.st_size || renameat(R->cc_dir, tmp, R->cc_dir, R->cc_name) < 0) {
+		(void)unlinkat(R->cc_dir, tmp, 0);
+		return;
+	}
+	cover_cache_prune(R->cc_dir);
+}
+
 int sup_run(struct sup_opts *o)
 {
 	_cleanup_free_ struct run *R = run_new(o);
 	_cleanup_strv_ char **envp = NULL;
-	struct spawn_plan plan = { 0 };
+	struct spawn_plan plan = { .cover_cache_fd = -1 };
 	struct seccomp_notif_sizes sizes;
 	int sv[2] = { -1, -1 }, r, status, one = 1;
 	struct moat_error e = { 0 };
@@ -2115,8 +2255,10 @@ int sup_run(struct sup_opts *o)
 		return fail_early(R);
 	}
 
+	cover_cache_open(R, &plan);
 	R->keeper = spawn_start(&plan, &R->pidfd);
 	safe_close(sv[1]);
+	plan.cover_cache_fd = safe_close(plan.cover_cache_fd);
 	if (plan.argv_fd >= 0)
 		close(plan.argv_fd); /* the keeper passes it on; we never read it */
 	r = R->keeper >= 0 ? term_relay_start(&R->term) : 0;
@@ -2215,6 +2357,11 @@ int sup_run(struct sup_opts *o)
 		R->sweep_pending = false;
 	}
 	remove_made(R, R->keeper_done);
+	cover_cache_save(R);
+	R->cc_new = safe_close(R->cc_new);
+	R->cc_dir = safe_close(R->cc_dir);
+	free(R->cc_key);
+	R->cc_key = NULL;
 	/* Everything that held a pty slave is gone: its last output goes out before ours. */
 	term_relay_finish(&R->term);
 	R->t_end = now_mono_ns();

@@ -274,7 +274,7 @@ static int readset_fill(struct ll_readset *rs, struct ll_build *b, const struct 
 		if (b->m[i].is_proc && (r = ll_strv_add(&b->refused, b->m[i].virt)) < 0)
 			return r;
 	}
-	if ((r = vfs_foreach_cover(v, "", budget, collect_refused, b)) < 0)
+	if ((r = vfs_foreach_cover(v, "", budget, NULL, collect_refused, b)) < 0)
 		return r;
 	/* A refused path in a mapping the reads are granted to: its way from "/" is
 	 * carved. (Landlock's path-beneath rules follow the path hierarchy, not the

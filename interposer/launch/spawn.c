@@ -764,6 +764,35 @@ fail:
 	return r;
 }
 
+/* vfs_foreach_cover() with the records of earlier runs, and this run's records to the
+ * supervisor when they changed (it keeps them: sup.c, cover_cache_open()). */
+static int cover_globs(struct spawn_plan *p, unsigned budget, struct mount_ctx *mc)
+{
+	struct vfs_cover_cache *cc = NULL;
+	unsigned hits, reads;
+	int r;
+
+	if (p->cover_cache_key)
+		cc = vfs_cover_cache_new(p->cover_cache_key, p->cover_cache_fd);
+	if (p->cover_cache_fd >= 0)
+		p->cover_cache_fd = safe_close(p->cover_cache_fd);
+	r = vfs_foreach_cover(p->opts->vfs, "/newroot", budget, cc, cover_one, mc);
+	if (!cc)
+		return r;
+	vfs_cover_cache_stats(cc, &hits, &reads);
+	log_info("covering: %u directories as recorded by an earlier run, %u read", hits, reads);
+	if (r == 0 && mc->err == 0 && vfs_cover_cache_changed(cc)) {
+		int fd = memfd_create("moat-cover", MFD_CLOEXEC);
+
+		/* A cache that cannot be handed over is only a slower next start. */
+		if (fd >= 0 && vfs_cover_cache_write(cc, fd) == 0)
+			(void)sync_send_fd(p->sync_fd, SYNC_COVER_CACHE, 0, fd);
+		safe_close(fd);
+	}
+	vfs_cover_cache_free(cc);
+	return r;
+}
+
 static int build_mount_ns(struct spawn_plan *p)
 {
 	struct mount_ctx mc = { 0 };
@@ -853,7 +882,7 @@ static int build_mount_ns(struct spawn_plan *p)
 				     MS_RDONLY | MS_NOSUID | MS_NODEV, "size=0,mode=000"));
 		if (r < 0 && r != -ENOENT)
 			return r;
-		r = vfs_foreach_cover(p->opts->vfs, "/newroot", budget, cover_one, &mc);
+		r = cover_globs(p, budget, &mc);
 		if (r == -E2BIG && mc.err == 0) {
 			/* Some glob match may be left uncovered: nothing may rely on the
 			 * kernel's view then. Every call by name goes back to the supervisor

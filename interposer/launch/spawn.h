@@ -43,6 +43,9 @@ enum sync_type {
 	                         SCM_RIGHTS = an O_PATH fd of the directory it was made in,
 	                         value = 1 for a directory, and the message goes on with a
 	                         struct sync_created and its path in the sandbox, NUL-ended */
+	SYNC_COVER_CACHE,     /* keeper -> supervisor (namespaced): SCM_RIGHTS = a memfd
+	                         holding the covering's records for the next run
+	                         (vfs_cover_cache_write()), sent only when they changed */
 };
 
 #define SPAWN_ARGV_MAX (128 * 1024) /* the packed argv of SYNC_ARGV, NULs included */
@@ -82,6 +85,8 @@ struct spawn_plan {
 	                           a native-writes prog becomes SUP_FILTER_NATIVE_OPEN */
 	struct sock_fprog prog;
 	int stubs_fd;           /* the keeper: for SYNC_STUBS */
+	const char *cover_cache_key; /* the covering's records across runs (vfs.h), or NULL */
+	int cover_cache_fd;     /* the records of an earlier run, or -1 */
 	char **envp;            /* built before fork: no allocation in the child */
 	bool wait_argv;         /* --start-fd: the command, its filter installed and its
 	                           listener handed over, waits for SYNC_ARGV before it execs
