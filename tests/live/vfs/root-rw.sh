@@ -48,14 +48,14 @@ if have_mode namespaced; then
 	out=$(timeout 60 "$MOAT" run -q --profile none --bind / --tmpfs "$nx" -- \
 		sh -c "echo x >'$nx/f' && ls -d '$nx'" 2>&1)
 	[ $? -eq 0 ] && [ ! -e "$TMP/out/n1" ] && [ "$out" = "$nx" ]
-	ok $? "namespaced --bind / --tmpfs A/B/C: none of the three is left on the host ($(ls -A "$TMP/out"))" "$out"
+	ok $? "namespaced --bind / --tmpfs A/B/C: none of the three is left on the host ($(ls -A "$TMP/out" | tr "\n" " "))" "$out"
 
 	echo hello >"$TMP/src.txt"
 	nx="$TMP/out/f1/app.conf"
 	out=$(timeout 60 "$MOAT" run -q --profile none --bind / --ro-bind "$TMP/src.txt:$nx" -- \
 		cat "$nx" 2>&1)
 	[ $? -eq 0 ] && [ ! -e "$TMP/out/f1" ] && [ "$out" = hello ]
-	ok $? "namespaced --bind / --ro-bind FILE:DST: neither the empty file nor its directory is left on the host ($(ls -A "$TMP/out"))" "$out"
+	ok $? "namespaced --bind / --ro-bind FILE:DST: neither the empty file nor its directory is left on the host ($(ls -A "$TMP/out" | tr "\n" " "))" "$out"
 
 	# The sandbox can write anywhere the host lets it, so it tries to swap the directory
 	# made on the way to the mount point for a symlink to one of the test's, whose entry
@@ -73,7 +73,7 @@ try:
 except OSError as e:
     print("rename:", errno.errorcode[e.errno])' "$TMP/out/s1" "$TMP/victim" 2>&1)
 	[ "$out" = "rename: EXDEV" ] && [ -d "$TMP/victim/m" ] && [ ! -e "$TMP/out/s1" ]
-	ok $? "namespaced --bind /: a directory moat made cannot be swapped for a symlink, the host's entry stays ($(ls -A "$TMP/victim"); $(ls -A "$TMP/out"))" "$out"
+	ok $? "namespaced --bind /: a directory moat made cannot be swapped for a symlink, the host's entry stays ($(ls -A "$TMP/victim" | tr "\n" " "); $(ls -A "$TMP/out" | tr "\n" " "))" "$out"
 else
 	for c in "--tmpfs DST" "--tmpfs A/B/C" "--ro-bind FILE:DST" "a swapped directory"; do
 		skip "namespaced --bind / $c: the run leaves nothing on the host" "no namespaced mode"
