@@ -1860,13 +1860,21 @@ static int cover_cache_dir(const struct vfs *v)
 	else
 		return -1;
 	if (!(e && e[0] == '/')) {
-		(void)mkdir(path, 0700);
 		if (strlen(path) + sizeof("/moat") > sizeof(path))
 			return -1;
 		strcat(path, "/moat");
 	}
-	(void)mkdir(path, 0700);
 	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT) {
+		char *slash = strrchr(path, '/');
+
+		/* ~/.cache too, if need be; the checks below hold for what is there */
+		*slash = '\0';
+		(void)mkdir(path, 0700);
+		*slash = '/';
+		(void)mkdir(path, 0700);
+		fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	}
 	if (fd < 0)
 		return -1;
 	if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 077)) {
