@@ -150,33 +150,54 @@ static bool refused(const struct vfs *v, const char *vpath)
 	return r == -ENOENT || r == -EACCES;
 }
 
-static int scan(struct cover *c, const char *vdir, bool cover_all);
+/* scan(): vdir is looked at as vdir + off beneath the directory bfd (a directory above
+ * it, open), or by its host path when bfd is -1. */
+static int scan(struct cover *c, const char *vdir, bool cover_all, int bfd, size_t off);
 
 /* vpath is refused: cover it, unless a mapping below it is still shown (a workspace
  * inside a hidden home), in which case the refused entries beside the way to it are. */
 static int cover_one(struct cover *c, const char *vpath, bool dir)
 {
 	if (dir && mapping_below(c->v, vpath))
-		return scan(c, vpath, true);
+		return scan(c, vpath, true, -1, 0);
 	return c->fn(vpath, dir, c->ud);
 }
 
 struct replay {
 	struct cover *c;
 	const char *vdir;
+	int bfd;
+	size_t off;
 };
 
 static int replay_one(void *ud, const char *name, size_t len, unsigned flags)
 {
 	struct replay *rp = ud;
 	char vpath[PATH_MAX];
+	size_t dl = streq(rp->vdir, "/") ? 0 : strlen(rp->vdir);
 
-	if ((size_t)snprintf(vpath, sizeof(vpath), "%s/%.*s", streq(rp->vdir, "/") ? "" : rp->vdir,
-			     (int)len, name) >= sizeof(vpath))
+	if (dl + 1 + len >= sizeof(vpath))
 		return -E2BIG;
+	memcpy(vpath, rp->vdir, dl);
+	vpath[dl] = '/';
+	memcpy(vpath + dl + 1, name, len);
+	vpath[dl + 1 + len] = '\0';
 	if (flags & VFS__CC_COVER)
 		return cover_one(rp->c, vpath, flags & VFS__CC_DIR);
-	return scan(rp->c, vpath, false);
+	return scan(rp->c, vpath, false, rp->bfd, rp->off);
+}
+
+/* Replays rec's work in vdir, whose children are looked at beneath bfd (from off). */
+static int replay(struct cover *c, const struct vfs__cc_rec *rec, const char *vdir, int bfd,
+		  size_t off)
+{
+	struct replay rp = { c, vdir, bfd, off };
+
+	c->entries += vfs__cc_entries(rec);
+	if (c->entries > c->budget)
+		return -E2BIG;
+	vfs__cc_keep(c->cc, rec);
+	return vfs__cc_children(rec, replay_one, &rp);
 }
 
 /* cover_all: vdir itself is refused, so is every entry the table does not rescue.
@@ -184,10 +205,12 @@ static int replay_one(void *ud, const char *name, size_t len, unsigned flags)
  * directory's entries (names and whether each is a directory) alone: the cache
  * (covercache.c) replays it from a record of those. A change to that logic changes
  * the version in vfs_cover_cache_key(). */
-static int scan(struct cover *c, const char *vdir, bool cover_all)
+static int scan(struct cover *c, const char *vdir, bool cover_all, int bfd, size_t off)
 {
 	_cleanup_(closedirp_) DIR *d = NULL;
 	struct vfs__cc_pending pend = { 0 };
+	const struct vfs__cc_rec *rec = NULL;
+	size_t below = streq(vdir, "/") ? 1 : strlen(vdir) + 1; /* a child's name in its vpath */
 	bool record = false;
 	unsigned n_entries = 0;
 	char host[PATH_MAX];
@@ -199,21 +222,25 @@ static int scan(struct cover *c, const char *vdir, bool cover_all)
 	 * over the budget, rather than a glob match silently left in the kernel's view. */
 	if ((size_t)snprintf(host, sizeof(host), "%s%s", c->root, vdir) >= sizeof(host))
 		return -E2BIG;
-	fd = open(host, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	/* A recorded directory that did not change costs one stat beneath a directory
+	 * above it, which its own children are then looked at beneath as well. */
+	if (c->cc)
+		rec = vfs__cc_lookup(c->cc, vdir, cover_all);
+	if (rec && bfd >= 0) {
+		if (fstatat(bfd, vdir + off, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+			return 0; /* as the open below would find it */
+		if (vfs__cc_check(c->cc, rec, -1, &st))
+			return replay(c, rec, vdir, bfd, off);
+	}
+	fd = bfd >= 0 ? openat(bfd, vdir + off, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+		      : open(host, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return 0; /* gone, or not a directory: nothing to cover below it */
 	if (c->cc && fstat(fd, &st) == 0) {
-		const struct vfs__cc_rec *rec = vfs__cc_find(c->cc, vdir, cover_all, fd, &st);
-
-		if (rec) {
-			struct replay rp = { c, vdir };
-
+		if (rec && vfs__cc_check(c->cc, rec, fd, &st)) {
+			r = replay(c, rec, vdir, fd, below);
 			close(fd);
-			c->entries += vfs__cc_entries(rec);
-			if (c->entries > c->budget)
-				return -E2BIG;
-			vfs__cc_keep(c->cc, rec);
-			return vfs__cc_children(rec, replay_one, &rp);
+			return r;
 		}
 		vfs__cc_read(c->cc);
 		/* the ctime before the read: a change during it makes a later one */
@@ -272,7 +299,7 @@ static int scan(struct cover *c, const char *vdir, bool cover_all)
 		if (dir && !streq(vpath, "/proc") && worth_reading(c->v, vpath)) {
 			if (record)
 				vfs__cc_pending_add(&pend, de->d_name, VFS__CC_DIR);
-			r = scan(c, vpath, false);
+			r = scan(c, vpath, false, dirfd(d), below);
 			if (r < 0)
 				break;
 		}
@@ -303,7 +330,7 @@ _public_ int vfs_foreach_cover(const struct vfs *v, const char *root, unsigned b
 
 	if (v->n_globs == 0)
 		return 0;
-	r = scan(&c, "/", false);
+	r = scan(&c, "/", false, -1, 0);
 	if (cc)
 		vfs__cc_done(cc, c.entries);
 	return r;

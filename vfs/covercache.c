@@ -287,7 +287,8 @@ _public_ void vfs_cover_cache_free(struct vfs_cover_cache *cc)
 	free(cc);
 }
 
-/* The file system of fd keeps a directory's ctime as the header says. */
+/* The file system of fd (dev) keeps a directory's ctime as the header says. Without an
+ * fd (-1) only a device seen before is known. */
 static bool fs_ok(struct vfs_cover_cache *cc, int fd, dev_t dev)
 {
 	struct statfs sf;
@@ -296,7 +297,7 @@ static bool fs_ok(struct vfs_cover_cache *cc, int fd, dev_t dev)
 	for (size_t i = 0; i < cc->n_devs; i++)
 		if (cc->devs[i].dev == dev)
 			return cc->devs[i].ok;
-	if (fstatfs(fd, &sf) < 0)
+	if (fd < 0 || fstatfs(fd, &sf) < 0)
 		return false;
 	ok = sf.f_type == EXT4_SUPER_MAGIC || sf.f_type == XFS_SUPER_MAGIC ||
 	     sf.f_type == BTRFS_SUPER_MAGIC || sf.f_type == TMPFS_MAGIC;
@@ -323,28 +324,27 @@ const struct vfs__cc_rec *vfs__cc_lookup(const struct vfs_cover_cache *cc, const
 	return NULL;
 }
 
-const struct vfs__cc_rec *vfs__cc_find(struct vfs_cover_cache *cc, const char *vdir,
-				       bool cover_all, int fd, const struct stat *st)
+bool vfs__cc_check(struct vfs_cover_cache *cc, const struct vfs__cc_rec *r, int fd,
+		   const struct stat *st)
 {
-	const struct vfs__cc_rec *r = vfs__cc_lookup(cc, vdir, cover_all);
-
-	if (!r)
-		return NULL;
 #if MOAT_TEST_HOOKS
 	/* escape tests only: the control run that shows what the checks keep out */
 	if (getenv("MOAT_TEST_COVER_CACHE_TRUST"))
-		return r;
+		return true;
 #endif
-	if (r->h.dev != (uint64_t)st->st_dev || r->h.ino != (uint64_t)st->st_ino ||
-	    r->h.ctime_s != (int64_t)st->st_ctim.tv_sec ||
-	    r->h.ctime_ns != (int64_t)st->st_ctim.tv_nsec || !fs_ok(cc, fd, st->st_dev))
-		return NULL;
-	return r;
+	return r->h.dev == (uint64_t)st->st_dev && r->h.ino == (uint64_t)st->st_ino &&
+	       r->h.ctime_s == (int64_t)st->st_ctim.tv_sec &&
+	       r->h.ctime_ns == (int64_t)st->st_ctim.tv_nsec && fs_ok(cc, fd, st->st_dev);
 }
 
 size_t vfs__cc_count(const struct vfs_cover_cache *cc)
 {
 	return cc->n_recs;
+}
+
+bool vfs__cc_leaf(const struct vfs__cc_rec *r)
+{
+	return r->h.n_children == 0;
 }
 
 uint32_t vfs__cc_entries(const struct vfs__cc_rec *r)
@@ -520,11 +520,11 @@ _public_ bool vfs_shows_host_dir(const struct vfs *v, int dirfd)
 		return true;
 	for (size_t i = 0; i < v->n_mounts; i++) {
 		const struct vfs__rule *m = v->mounts[i];
-		struct stat st;
+		struct stat st = { .st_dev = m->root_dev, .st_ino = m->root_ino };
 
 		if (m->kind == VFS__TMPFS)
 			continue; /* a private directory of the run's own */
-		if (m->root_is_link ? stat(m->host, &st) < 0 : fstat(m->root_fd, &st) < 0)
+		if (m->root_is_link && stat(m->host, &st) < 0)
 			return true;
 		for (size_t j = 0; j < n; j++)
 			if (up[j].dev == st.st_dev && up[j].ino == st.st_ino)

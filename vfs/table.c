@@ -458,6 +458,8 @@ static int finalize(struct vfs *v, enum vfs_mode mode, struct moat_error *e)
 		if (a->root_fd < 0 || fstat(a->root_fd, &st) < 0)
 			return moat_error_set(e, EINVAL, "%s: %s: %s", a->desc, a->host, strerror(errno));
 		a->root_is_link = S_ISLNK(st.st_mode);
+		a->root_dev = st.st_dev;
+		a->root_ino = st.st_ino;
 		if (a->kind == VFS__FILE)
 			a->writable = false;
 		v->mounts[nm++] = a;

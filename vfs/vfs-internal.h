@@ -55,6 +55,8 @@ struct vfs__rule {
 	char *root_link;   /* root_type is a symlink: its target, read once (a symlink's
 	                      text never changes and root_fd pins it), else NULL */
 	bool root_is_link; /* host source is a symlink (e.g. /bin -> usr/bin) */
+	dev_t root_dev;    /* root_fd's object (not a link's target), from finalize */
+	ino_t root_ino;
 	bool own_only;     /* unnamespaced /tmp, /dev/shm: the host's directory, showing only
 	                      the entries the run created in it (owned.c) */
 	bool system;       /* a read-only system tree ("system" directive): a "**" glob
@@ -166,13 +168,15 @@ struct vfs__cc_pending {
 	uint32_t n;
 	bool failed;
 };
-const struct vfs__cc_rec *vfs__cc_find(struct vfs_cover_cache *cc, const char *vdir,
-				       bool cover_all, int fd, const struct stat *st);
-/* the record of that path, not checked against any directory; records parsed */
+/* the record of that path, if any; vfs__cc_check(): the directory opened as fd (or -1:
+ * looked at with a stat only) is the one recorded, st its stat */
 const struct vfs__cc_rec *vfs__cc_lookup(const struct vfs_cover_cache *cc, const char *vdir,
 					 bool cover_all);
+bool vfs__cc_check(struct vfs_cover_cache *cc, const struct vfs__cc_rec *r, int fd,
+		   const struct stat *st);
 size_t vfs__cc_count(const struct vfs_cover_cache *cc);
 uint32_t vfs__cc_entries(const struct vfs__cc_rec *r);
+bool vfs__cc_leaf(const struct vfs__cc_rec *r); /* nothing to replay below it */
 /* fn for each child until it returns non-zero, which is returned */
 int vfs__cc_children(const struct vfs__cc_rec *r,
 		     int (*fn)(void *ud, const char *name, size_t len, unsigned flags), void *ud);
