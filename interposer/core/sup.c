@@ -1905,8 +1905,10 @@ static void cover_cache_open(struct run *R, struct spawn_plan *plan)
 	plan->cover_cache_fd = openat(R->cc_dir, R->cc_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 }
 
-/* Keeps at most this many files of records, the least recently written go first. */
+/* Keeps at most this many files of records, the least recently written go first; a
+ * half-written one that a killed run left goes after an hour. */
 #define COVER_CACHE_FILES 64
+#define COVER_CACHE_NAME_LEN 38 /* "cover-" and 32 hex digits */
 
 static void cover_cache_prune(int dir)
 {
@@ -1925,9 +1927,14 @@ static void cover_cache_prune(int dir)
 		struct stat st;
 		size_t i;
 
-		if (strncmp(de->d_name, "cover-", 6) != 0 || strlen(de->d_name) >= sizeof(old[0].name) ||
+		if (strncmp(de->d_name, "cover-", 6) != 0 ||
 		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
+		if (strlen(de->d_name) != COVER_CACHE_NAME_LEN) {
+			if (time(NULL) - st.st_mtime > 3600)
+				(void)unlinkat(dirfd(d), de->d_name, 0);
+			continue;
+		}
 		total++;
 		if (n == ELEMENTSOF(old) && st.st_mtime >= old[n - 1].t)
 			continue;

@@ -11,7 +11,7 @@
 . "$MOAT_SRC/tests/lib/tap.sh"
 . "$MOAT_SRC/tests/live/vfs/lib.sh"
 
-plan 10
+plan 11
 have_mode namespaced || skip_all "moat cannot start in namespaced mode here"
 export MOAT_COVER_CACHE="$TMP/cache"
 mkdir -m 700 "$MOAT_COVER_CACHE"
@@ -120,4 +120,19 @@ chmod 700 "$MOAT_COVER_CACHE"
 run --ro-bind "$TMP:/mnt/t" -- true
 ! grep -q "covering: .* as recorded" <<<"$out" && grep -q "no records kept (the sandbox would see" <<<"$out"
 ok $? "nor one a mapping shows the sandbox (here: its parent, read-only)" "$out"
+
+# At most 64 files are kept, the least recently written go; a half-written one left by
+# a killed run goes after an hour.
+for i in $(seq 70); do
+	f=$(printf 'cover-%032x' "$i")
+	: >"$MOAT_COVER_CACHE/$f"
+	touch -d "2 days ago" "$MOAT_COVER_CACHE/$f"
+done
+: >"$MOAT_COVER_CACHE/cover-stale.123.tmp"
+touch -d "2 hours ago" "$MOAT_COVER_CACHE/cover-stale.123.tmp"
+run --hide '**/*.zzz' -- true
+n=$(find "$MOAT_COVER_CACHE" -name 'cover-*' -type f | wc -l)
+[ "$n" = 64 ] && [ ! -e "$MOAT_COVER_CACHE/cover-stale.123.tmp" ] &&
+	[ -n "$(find "$MOAT_COVER_CACHE" -name 'cover-*' -newer "$W/m/p1" -size +1k)" ]
+ok $? "the records directory keeps 64 files, this run's among them (files: $n)" "$out"
 finish
