@@ -9,7 +9,7 @@
 # the wall time of the whole run, and the last files opened are in the stream.
 . "$(dirname "$0")/lib.sh"
 . "$MOAT_SRC/tests/live/vfs/lib.sh"
-plan 4
+plan 5
 
 have_mode namespaced || skip_all "moat cannot start in namespaced mode here"
 [ "$(id -u)" -eq 0 ] || skip_all "native opens under --audit need moat started by root (fanotify)"
@@ -47,6 +47,24 @@ ok $? "the flood ran until its --timeout, and each of its opens is in the stream
 
 [ "$took" -lt 12000 ]
 ok $? "the run ends within 4 s of its 8 s --timeout (it took $took ms; load $(cut -d' ' -f1 /proc/loadavg))"
+
+# Paced, not sampled: a loop that ends by itself has every one of its opens in the
+# stream, the second open of a file as well as the first (an event the kernel merged
+# into one still queued would count once).
+cat >twice.py <<'PYEOF'
+import os
+names = ["many/%d" % i for i in range(40000)]
+for _ in range(2):
+    for p in names:
+        os.close(os.open(p, os.O_RDONLY))
+print("opened", 2 * len(names))
+PYEOF
+out=$(timeout 300 "$MOAT" run -q --output-in-workspace --audit t.moat -- "$PY" twice.py 2>&1)
+seen=$("$MOAT" audit dump --json t.moat 2>/dev/null |
+	jq -r 'select(.type=="sys" and .decision=="native") | .resolved' |
+	grep '/many/' | sort | uniq -c | awk '$1 == 2' | wc -l)
+[ "$out" = "opened 80000" ] && [ "$seen" -eq 40000 ]
+ok $? "each of 40000 files opened twice is in the stream twice ($seen files)" "$out"
 
 # Opens of procfs cannot be paced (the kernel takes no permission mark there): past
 # STUBWATCH_BACKLOG_MAX bytes of queued events the run is stopped, said, rather than
