@@ -11,7 +11,7 @@
  * current time, and no program can set a ctime (only moving the clock does,
  * CAP_SYS_TIME). So a record "directory (device, inode, ctime) at this virtual path:
  * these entries covered, these gone down into" replays the walk's work there for one
- * fstat() instead of a read of every entry. What keeps that true:
+ * stat instead of a read of every entry. What keeps that true:
  * - a directory is recorded only if its ctime, taken before the read, is more than
  *   COVER_CACHE_SETTLE_S older than the start of the walk: a change during or after the
  *   read gets a later ctime, even on a file system that keeps whole seconds (git's
@@ -23,7 +23,7 @@
  *   in full: another policy reads from scratch;
  * - the file is written whole and renamed into place by the caller, carries a BLAKE2b
  *   checksum, and one that does not parse, check or match the key is not used at all.
- * The caller keeps the file where the sandbox cannot write (sup.c: cover_cache_path()).
+ * The caller keeps the file where the sandbox cannot see it (sup.c: cover_cache_dir()).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -126,45 +126,83 @@ static bool append(struct vfs_cover_cache *cc, const void *p, size_t n)
 	return true;
 }
 
-static void add_rule(FILE *f, const struct vfs__rule *r)
+struct keybuf {
+	char *s;
+	size_t len, cap;
+	bool failed;
+};
+
+static void key_add(struct keybuf *k, const char *p, size_t n)
 {
-	/* kind, the flags the walk and the decisions read, the virtual path (the host
-	 * side is checked by each directory's device and inode) */
-	fprintf(f, "%d %d%d%d%d%d %zu:%s\n", r->kind, r->writable, r->is_proc, r->dead,
-		r->system, r->own_only, strlen(r->virt), r->virt);
+	if (k->failed)
+		return;
+	if (k->len + n + 1 > k->cap) {
+		size_t cap = k->cap ? k->cap * 2 : 4096;
+		char *s;
+
+		while (cap < k->len + n + 1)
+			cap *= 2;
+		if (!(s = realloc(k->s, cap))) {
+			k->failed = true;
+			return;
+		}
+		k->s = s;
+		k->cap = cap;
+	}
+	memcpy(k->s + k->len, p, n);
+	k->len += n;
+	k->s[k->len] = '\0';
+}
+
+/* "NAME LEN:VALUE\n": a length first, so that no value can pass for another line */
+static void key_field(struct keybuf *k, const char *name, const char *value)
+{
+	char num[24];
+	size_t n = value ? strlen(value) : 0;
+	int w = snprintf(num, sizeof(num), " %zu:", n);
+
+	key_add(k, name, strlen(name));
+	key_add(k, num, (size_t)w);
+	key_add(k, value ? value : "", n);
+	key_add(k, "\n", 1);
 }
 
 _public_ char *vfs_cover_cache_key(const struct vfs *v, const char *root)
 {
-	char *s = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&s, &len);
+	struct keybuf k = { 0 };
 
-	if (!f)
-		return NULL;
 	/* The version names the walk's own logic: cover.c's scan() bumps it. */
-	fprintf(f, "moat cover 1\nroot %zu:%s\n", strlen(root), root);
-	fprintf(f, "home %zu:%s\n", v->home ? strlen(v->home) : 0, v->home ? v->home : "");
-	fprintf(f, "home_dir %zu:%s\n", v->home_dir ? strlen(v->home_dir) : 0,
-		v->home_dir ? v->home_dir : "");
-	for (size_t i = 0; i < v->n_rules; i++)
-		add_rule(f, &v->rules[i]);
-	if (fclose(f) != 0) {
-		free(s);
+	key_add(&k, "moat cover 1\n", 13);
+	key_field(&k, "root", root);
+	key_field(&k, "home", v->home);
+	key_field(&k, "home_dir", v->home_dir);
+	for (size_t i = 0; i < v->n_rules; i++) {
+		const struct vfs__rule *r = &v->rules[i];
+		/* kind, the flags the walk and the decisions read, the virtual path (the
+		 * host side is checked by each directory's device and inode) */
+		char what[8] = { (char)('0' + r->kind), (char)('0' + r->writable),
+				 (char)('0' + r->is_proc), (char)('0' + r->dead),
+				 (char)('0' + r->system), (char)('0' + r->own_only), 0 };
+
+		key_field(&k, what, r->virt);
+	}
+	if (k.failed) {
+		free(k.s);
 		return NULL;
 	}
-	return s;
+	return k.s;
 }
 
+/* The file's name only: the key inside is compared in full, so a cheap hash does (a
+ * BLAKE2b here cost 60 µs of a cold start, its code's first page faults). */
 _public_ int vfs_cover_cache_name(const char *key, char *buf, size_t size)
 {
-	unsigned char h[16];
+	size_t n = strlen(key);
 
-	if (size < 6 + 2 * sizeof(h) + 1)
+	if (size < 6 + 32 + 1)
 		return -ENOSPC;
-	crypto_generichash(h, sizeof(h), (const unsigned char *)key, strlen(key), NULL, 0);
-	memcpy(buf, "cover-", 6);
-	sodium_bin2hex(buf + 6, size - 6, h, sizeof(h));
+	snprintf(buf, size, "cover-%016llx%016llx", (unsigned long long)hash_of(false, key, n),
+		 (unsigned long long)hash_of(true, key, n));
 	return 0;
 }
 
@@ -493,15 +531,16 @@ _public_ int vfs_cover_cache_write(const struct vfs_cover_cache *cc, int fd)
 _public_ bool vfs_shows_host_dir(const struct vfs *v, int dirfd)
 {
 	struct { dev_t dev; ino_t ino; } up[256];
+	char dots[3 * ELEMENTSOF(up)] = ".";
 	size_t n = 0;
-	int cur = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
 	bool top = false;
 
-	while (cur >= 0 && n < ELEMENTSOF(up)) {
+	/* ".", "..", "../..": each a stat, the way up as the kernel walks it (a ".." at a
+	 * mount's root goes to where it is mounted) */
+	while (n < ELEMENTSOF(up)) {
 		struct stat st;
-		int parent;
 
-		if (fstat(cur, &st) < 0)
+		if (fstatat(dirfd, dots, &st, 0) < 0)
 			break;
 		if (n && st.st_dev == up[n - 1].dev && st.st_ino == up[n - 1].ino) {
 			top = true; /* "/.." is "/" */
@@ -509,13 +548,9 @@ _public_ bool vfs_shows_host_dir(const struct vfs *v, int dirfd)
 		}
 		up[n].dev = st.st_dev;
 		up[n].ino = st.st_ino;
+		strcpy(dots + (n ? 3 * n - 1 : 0), n ? "/.." : "..");
 		n++;
-		parent = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
-		close(cur);
-		cur = parent;
 	}
-	if (cur >= 0)
-		close(cur);
 	if (!top)
 		return true;
 	for (size_t i = 0; i < v->n_mounts; i++) {
