@@ -52,11 +52,15 @@ struct thread_ent {
 	pid_t tgid;
 	pid_t ns_tid, ns_tgid;   /* in the sandbox's pid namespace, 0 if unknown */
 	uint64_t read_ns;        /* when read from /proc (without the connector: kept 50 ms) */
+	uint64_t gone_ns;        /* its exit event's time, 0 while it lives (see erase()) */
 };
 
 /* Without exit events, how long a thread's ids are trusted: as the comm cache of the
  * dispatcher, far below the time the kernel needs to hand out the same tid again. */
 #define IDS_TTL_NS (50 * 1000 * 1000ull)
+/* An exited thread's ids stay this long for the records of what it did before: the
+ * native-open recorder reads its events after the opener may have exited. */
+#define GONE_TTL_NS (5 * 1000 * 1000 * 1000ull)
 
 struct proctrack {
 	int fd;                  /* the connector socket, or -1 */
@@ -79,7 +83,8 @@ static size_t slot_of(const struct proctrack *pt, pid_t tid)
 	return ((uint32_t)tid * 2654435761u) & (pt->cap - 1);
 }
 
-static struct thread_ent *find(struct proctrack *pt, pid_t tid)
+/* The entry of tid, exited ones included (gone_ns). */
+static struct thread_ent *find_any(struct proctrack *pt, pid_t tid)
 {
 	if (!pt->cap)
 		return NULL;
@@ -89,6 +94,14 @@ static struct thread_ent *find(struct proctrack *pt, pid_t tid)
 		if (pt->v[i].tid == tid)
 			return &pt->v[i];
 	}
+}
+
+/* The entry of a live thread. */
+static struct thread_ent *find(struct proctrack *pt, pid_t tid)
+{
+	struct thread_ent *x = find_any(pt, tid);
+
+	return x && !x->gone_ns ? x : NULL;
 }
 
 static int grow(struct proctrack *pt)
@@ -104,23 +117,26 @@ static int grow(struct proctrack *pt)
 		cap = ocap;
 	pt->v = nv;
 	pt->cap = cap;
-	pt->used = pt->n;
+	pt->n = 0;
 	for (size_t j = 0; j < ocap; j++) {
-		if (old[j].tid <= 0)
+		/* an exited thread's entry that outlived GONE_TTL_NS goes now */
+		if (old[j].tid <= 0 || (old[j].gone_ns && now_mono_ns() - old[j].gone_ns > GONE_TTL_NS))
 			continue;
+		pt->n++;
 		for (size_t i = slot_of(pt, old[j].tid);; i = (i + 1) & (cap - 1))
 			if (nv[i].tid == 0) {
 				nv[i] = old[j];
 				break;
 			}
 	}
+	pt->used = pt->n;
 	free(old);
 	return 0;
 }
 
 static struct thread_ent *insert(struct proctrack *pt, const struct thread_ent *e)
 {
-	struct thread_ent *x = find(pt, e->tid);
+	struct thread_ent *x = find_any(pt, e->tid); /* a reused tid replaces the exited */
 
 	if (x) {
 		*x = *e;
@@ -138,14 +154,14 @@ static struct thread_ent *insert(struct proctrack *pt, const struct thread_ent *
 		}
 }
 
+/* At the thread's exit event: kept, marked, for GONE_TTL_NS (lookup()), then dropped by
+ * grow(); forks and exits only ever meet live entries (find()). */
 static void erase(struct proctrack *pt, pid_t tid)
 {
 	struct thread_ent *x = find(pt, tid);
 
-	if (x) {
-		x->tid = -1;
-		pt->n--;
-	}
+	if (x)
+		x->gone_ns = now_mono_ns();
 }
 
 /* ---- ids from /proc ------------------------------------------------------------------ */
@@ -195,8 +211,9 @@ static bool lookup(struct proctrack *pt, pid_t tid, struct thread_ent *ret)
 	bool found;
 
 	pthread_mutex_lock(&pt->lock);
-	x = find(pt, tid);
-	found = x && (pt->fd >= 0 || now - x->read_ns < IDS_TTL_NS);
+	x = find_any(pt, tid);
+	found = x && (x->gone_ns ? now - x->gone_ns < GONE_TTL_NS
+				 : pt->fd >= 0 || now - x->read_ns < IDS_TTL_NS);
 	if (found)
 		*ret = *x;
 	pthread_mutex_unlock(&pt->lock);
