@@ -306,7 +306,7 @@ static int scan(struct cover *c, const char *vdir, bool cover_all, int bfd, size
 	}
 	if (r == 0 && record)
 		vfs__cc_put(c->cc, vdir, cover_all, &st, n_entries, &pend);
-	free(pend.buf);
+	free(pend.b.p);
 	return r;
 }
 

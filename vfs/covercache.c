@@ -36,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hash.h"
 #include "macros.h"
 #include "moat-config.h"
 #include "vfs-internal.h"
@@ -76,11 +77,9 @@ struct vfs_cover_cache {
 	uint32_t *slots;             /* open addressing on (cover_all, vpath): index + 1 */
 	size_t n_slots;
 
-	uint8_t *buf;                /* the new file's records */
-	size_t len, cap;
+	struct vfs__bytes out;       /* the new file's records (bound: FILE_MAX) */
 	size_t n_new;
 	bool fresh;                  /* a record in the new file came from a read */
-	bool failed;                 /* out of memory or over FILE_MAX: write nothing */
 	unsigned hits, reads;
 	unsigned entries;            /* the walk's, every directory's counted */
 	struct timespec start;
@@ -90,89 +89,62 @@ struct vfs_cover_cache {
 
 static uint64_t hash_of(bool cover_all, const char *s, size_t n)
 {
-	uint64_t h = 1469598103934665603ull ^ cover_all;
+	return fnv1a64(s, n, FNV1A64_INIT ^ cover_all);
+}
 
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
-	return h;
+static bool bytes_add(struct vfs__bytes *b, const void *p, size_t n, size_t max)
+{
+	if (b->failed)
+		return false;
+	if (n == 0)
+		return true;
+	if (b->len + n > max) {
+		b->failed = true;
+		return false;
+	}
+	if (b->len + n > b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 256;
+		uint8_t *q;
+
+		while (cap < b->len + n)
+			cap *= 2;
+		q = realloc(b->p, cap);
+		if (!q) {
+			b->failed = true;
+			return false;
+		}
+		b->p = q;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, p, n);
+	b->len += n;
+	return true;
 }
 
 static bool append(struct vfs_cover_cache *cc, const void *p, size_t n)
 {
-	if (cc->failed)
-		return false;
-	if (n == 0)
-		return true;
-	if (cc->len + n > FILE_MAX) {
-		cc->failed = true;
-		return false;
-	}
-	if (cc->len + n > cc->cap) {
-		size_t cap = cc->cap ? cc->cap * 2 : 64 * 1024;
-		uint8_t *b;
-
-		while (cap < cc->len + n)
-			cap *= 2;
-		b = realloc(cc->buf, cap);
-		if (!b) {
-			cc->failed = true;
-			return false;
-		}
-		cc->buf = b;
-		cc->cap = cap;
-	}
-	memcpy(cc->buf + cc->len, p, n);
-	cc->len += n;
-	return true;
-}
-
-struct keybuf {
-	char *s;
-	size_t len, cap;
-	bool failed;
-};
-
-static void key_add(struct keybuf *k, const char *p, size_t n)
-{
-	if (k->failed)
-		return;
-	if (k->len + n + 1 > k->cap) {
-		size_t cap = k->cap ? k->cap * 2 : 4096;
-		char *s;
-
-		while (cap < k->len + n + 1)
-			cap *= 2;
-		if (!(s = realloc(k->s, cap))) {
-			k->failed = true;
-			return;
-		}
-		k->s = s;
-		k->cap = cap;
-	}
-	memcpy(k->s + k->len, p, n);
-	k->len += n;
-	k->s[k->len] = '\0';
+	return bytes_add(&cc->out, p, n, FILE_MAX);
 }
 
 /* "NAME LEN:VALUE\n": a length first, so that no value can pass for another line */
-static void key_field(struct keybuf *k, const char *name, const char *value)
+static void key_field(struct vfs__bytes *k, const char *name, const char *value)
 {
 	char num[24];
 	size_t n = value ? strlen(value) : 0;
 	int w = snprintf(num, sizeof(num), " %zu:", n);
 
-	key_add(k, name, strlen(name));
-	key_add(k, num, (size_t)w);
-	key_add(k, value ? value : "", n);
-	key_add(k, "\n", 1);
+	bytes_add(k, name, strlen(name), SIZE_MAX);
+	bytes_add(k, num, (size_t)w, SIZE_MAX);
+	bytes_add(k, value, n, SIZE_MAX);
+	bytes_add(k, "\n", 1, SIZE_MAX);
 }
 
 _public_ char *vfs_cover_cache_key(const struct vfs *v, const char *root)
 {
-	struct keybuf k = { 0 };
+	struct vfs__bytes k = { 0 };
 
 	/* The version names the walk's own logic: cover.c's scan() bumps it. */
-	key_add(&k, "moat cover 1\n", 13);
+	bytes_add(&k, "moat cover 1\n", 13, SIZE_MAX);
 	key_field(&k, "root", root);
 	key_field(&k, "home", v->home);
 	key_field(&k, "home_dir", v->home_dir);
@@ -186,11 +158,11 @@ _public_ char *vfs_cover_cache_key(const struct vfs *v, const char *root)
 
 		key_field(&k, what, r->virt);
 	}
-	if (k.failed) {
-		free(k.s);
+	if (!bytes_add(&k, "", 1, SIZE_MAX)) {
+		free(k.p);
 		return NULL;
 	}
-	return k.s;
+	return (char *)k.p;
 }
 
 /* The file's name only: the key inside is compared in full, so a cheap hash does (a
@@ -201,8 +173,9 @@ _public_ int vfs_cover_cache_name(const char *key, char *buf, size_t size)
 
 	if (size < 6 + 32 + 1)
 		return -ENOSPC;
-	snprintf(buf, size, "cover-%016llx%016llx", (unsigned long long)hash_of(false, key, n),
-		 (unsigned long long)hash_of(true, key, n));
+	snprintf(buf, size, "cover-%016llx%016llx",
+		 (unsigned long long)fnv1a64(key, n, FNV1A64_INIT),
+		 (unsigned long long)fnv1a64(key, n, FNV1A64_INIT ^ 1));
 	return 0;
 }
 
@@ -321,7 +294,7 @@ _public_ void vfs_cover_cache_free(struct vfs_cover_cache *cc)
 	free(cc->old);
 	free(cc->recs);
 	free(cc->slots);
-	free(cc->buf);
+	free(cc->out.p);
 	free(cc);
 }
 
@@ -440,12 +413,12 @@ void vfs__cc_put(struct vfs_cover_cache *cc, const char *vdir, bool cover_all,
 		.n_children = pend->n,
 	};
 
-	if (pend->failed) {
-		cc->failed = true;
+	if (pend->b.failed) {
+		cc->out.failed = true;
 		return;
 	}
 	if (append(cc, &h, sizeof(h)) && append(cc, vdir, h.vpath_len) &&
-	    append(cc, pend->buf, pend->len)) {
+	    append(cc, pend->b.p, pend->b.len)) {
 		cc->n_new++;
 		cc->fresh = true;
 	}
@@ -457,31 +430,13 @@ void vfs__cc_pending_add(struct vfs__cc_pending *pend, const char *name, unsigne
 	uint8_t hd[4] = { (uint8_t)flags, 0 };
 	uint16_t n16 = (uint16_t)nl;
 
-	if (pend->failed)
-		return;
 	if (nl > UINT16_MAX) {
-		pend->failed = true;
+		pend->b.failed = true;
 		return;
 	}
 	memcpy(hd + 2, &n16, 2);
-	if (pend->len + 4 + nl > pend->cap) {
-		size_t cap = pend->cap ? pend->cap * 2 : 256;
-		uint8_t *b;
-
-		while (cap < pend->len + 4 + nl)
-			cap *= 2;
-		b = realloc(pend->buf, cap);
-		if (!b) {
-			pend->failed = true;
-			return;
-		}
-		pend->buf = b;
-		pend->cap = cap;
-	}
-	memcpy(pend->buf + pend->len, hd, 4);
-	memcpy(pend->buf + pend->len + 4, name, nl);
-	pend->len += 4 + nl;
-	pend->n++;
+	if (bytes_add(&pend->b, hd, 4, FILE_MAX) && bytes_add(&pend->b, name, nl, FILE_MAX))
+		pend->n++;
 }
 
 void vfs__cc_done(struct vfs_cover_cache *cc, unsigned entries)
@@ -491,7 +446,7 @@ void vfs__cc_done(struct vfs_cover_cache *cc, unsigned entries)
 
 _public_ bool vfs_cover_cache_changed(const struct vfs_cover_cache *cc)
 {
-	return !cc->failed && cc->entries >= WORTH_ENTRIES &&
+	return !cc->out.failed && cc->entries >= WORTH_ENTRIES &&
 	       (cc->fresh || cc->n_new != cc->n_recs);
 }
 
@@ -509,18 +464,18 @@ _public_ int vfs_cover_cache_write(const struct vfs_cover_cache *cc, int fd)
 	uint32_t key_len = (uint32_t)strlen(cc->key), n = (uint32_t)cc->n_new;
 	int r;
 
-	if (cc->failed)
+	if (cc->out.failed)
 		return -E2BIG;
 	crypto_generichash_init(&st, NULL, 0, sizeof(sum));
 	crypto_generichash_update(&st, (const unsigned char *)MAGIC, MAGIC_LEN);
 	crypto_generichash_update(&st, (const unsigned char *)&key_len, 4);
 	crypto_generichash_update(&st, (const unsigned char *)cc->key, key_len);
 	crypto_generichash_update(&st, (const unsigned char *)&n, 4);
-	crypto_generichash_update(&st, cc->buf ? cc->buf : (const uint8_t *)"", cc->len);
+	crypto_generichash_update(&st, cc->out.p ? cc->out.p : (const uint8_t *)"", cc->out.len);
 	crypto_generichash_final(&st, sum, sizeof(sum));
 	if ((r = vfs__write_all(fd, MAGIC, MAGIC_LEN)) < 0 || (r = vfs__write_all(fd, &key_len, 4)) < 0 ||
 	    (r = vfs__write_all(fd, cc->key, key_len)) < 0 || (r = vfs__write_all(fd, &n, 4)) < 0 ||
-	    (r = vfs__write_all(fd, cc->buf, cc->len)) < 0 || (r = vfs__write_all(fd, sum, sizeof(sum))) < 0)
+	    (r = vfs__write_all(fd, cc->out.p, cc->out.len)) < 0 || (r = vfs__write_all(fd, sum, sizeof(sum))) < 0)
 		return r;
 	return 0;
 }

@@ -162,11 +162,15 @@ const struct vfs__rule *vfs__system_covering(const struct vfs *v, const char *vp
 #define VFS__CC_DIR 1u
 #define VFS__CC_COVER 2u
 struct vfs__cc_rec;
-struct vfs__cc_pending {
-	uint8_t *buf;
+/* A growing byte buffer: failed once out of memory or past its bound. */
+struct vfs__bytes {
+	uint8_t *p;
 	size_t len, cap;
-	uint32_t n;
 	bool failed;
+};
+struct vfs__cc_pending {
+	struct vfs__bytes b;    /* the children, as a record holds them */
+	uint32_t n;
 };
 /* the record of that path, if any; vfs__cc_check(): the directory opened as fd (or -1:
  * looked at with a stat only) is the one recorded, st its stat */

@@ -15,6 +15,7 @@
 #include "audit.h"
 #include "cleanup.h"
 #include "cli.h"
+#include "hash.h"
 #include "macros.h"
 #include "replay.h"
 
@@ -703,7 +704,7 @@ struct stat_table {
 
 static struct stat_entry *table_get(struct stat_table *t, const char *key)
 {
-	uint64_t h = 1469598103934665603ull;
+	uint64_t h = fnv1a64(key, strlen(key), FNV1A64_INIT);
 	size_t i;
 
 	if (2 * (t->n + 1) > t->cap) {
@@ -715,10 +716,8 @@ static struct stat_entry *table_get(struct stat_table *t, const char *key)
 		for (size_t j = 0; j < t->cap; j++) {
 			if (!t->v[j].key)
 				continue;
-			uint64_t hh = 1469598103934665603ull;
+			uint64_t hh = fnv1a64(t->v[j].key, strlen(t->v[j].key), FNV1A64_INIT);
 
-			for (const char *p = t->v[j].key; *p; p++)
-				hh = (hh ^ (uint8_t)*p) * 1099511628211ull;
 			for (i = hh % nt.cap; nt.v[i].key; i = (i + 1) % nt.cap)
 				;
 			nt.v[i] = t->v[j];
@@ -727,8 +726,6 @@ static struct stat_entry *table_get(struct stat_table *t, const char *key)
 		free(t->v);
 		*t = nt;
 	}
-	for (const char *p = key; *p; p++)
-		h = (h ^ (uint8_t)*p) * 1099511628211ull;
 	for (i = h % t->cap; t->v[i].key; i = (i + 1) % t->cap)
 		if (streq(t->v[i].key, key))
 			return &t->v[i];
