@@ -30,6 +30,7 @@
 #include "cleanup.h"
 #include "clock.h"
 #include "hash.h"
+#include "io.h"
 
 #define DEFAULT_BUFFER_BYTES ((size_t)4 << 20)
 #define DEFAULT_FRAME_BYTES ((size_t)256 << 10)
@@ -459,22 +460,6 @@ bool audit_wants_stacks(const struct audit_writer *w, enum audit_decision d)
 }
 
 /* ---- the writer thread ---- */
-
-static int write_all(int fd, const uint8_t *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t r = write(fd, p, n);
-
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += r;
-		n -= (size_t)r;
-	}
-	return 0;
-}
 
 static void compress(struct audit_writer *w, const void *src, size_t n, ZSTD_EndDirective mode)
 {

@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "hash.h"
+#include "io.h"
 #include "macros.h"
 #include "moat-config.h"
 #include "vfs-internal.h"
@@ -473,9 +474,9 @@ _public_ int vfs_cover_cache_write(const struct vfs_cover_cache *cc, int fd)
 	crypto_generichash_update(&st, (const unsigned char *)&n, 4);
 	crypto_generichash_update(&st, cc->out.p ? cc->out.p : (const uint8_t *)"", cc->out.len);
 	crypto_generichash_final(&st, sum, sizeof(sum));
-	if ((r = vfs__write_all(fd, MAGIC, MAGIC_LEN)) < 0 || (r = vfs__write_all(fd, &key_len, 4)) < 0 ||
-	    (r = vfs__write_all(fd, cc->key, key_len)) < 0 || (r = vfs__write_all(fd, &n, 4)) < 0 ||
-	    (r = vfs__write_all(fd, cc->out.p, cc->out.len)) < 0 || (r = vfs__write_all(fd, sum, sizeof(sum))) < 0)
+	if ((r = write_all(fd, MAGIC, MAGIC_LEN)) < 0 || (r = write_all(fd, &key_len, 4)) < 0 ||
+	    (r = write_all(fd, cc->key, key_len)) < 0 || (r = write_all(fd, &n, 4)) < 0 ||
+	    (r = write_all(fd, cc->out.p, cc->out.len)) < 0 || (r = write_all(fd, sum, sizeof(sum))) < 0)
 		return r;
 	return 0;
 }

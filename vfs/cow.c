@@ -35,6 +35,7 @@
 
 #include "cleanup.h"
 #include "error.h"
+#include "io.h"
 #include "macros.h"
 #include "vfs-internal.h"
 #include "vfs.h"
@@ -708,29 +709,12 @@ struct tar_hdr {
 	char devminor[8], prefix[155], pad[12];
 };
 
-int vfs__write_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len) {
-		ssize_t w = write(fd, p, len);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return negative_errno();
-		p += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
 static int pad_block(int fd, uint64_t size)
 {
 	static const char zero[512];
 	size_t rest = (size_t)(size % 512);
 
-	return rest ? vfs__write_all(fd, zero, 512 - rest) : 0;
+	return rest ? write_all(fd, zero, 512 - rest) : 0;
 }
 
 /* v in len-1 octal digits and a NUL; the caller keeps v within them. */
@@ -766,7 +750,7 @@ static int raw_header(int fd, const char *name, char type, uint64_t size, mode_t
 		sum += ((unsigned char *)&h)[i];
 	snprintf(h.chksum, sizeof(h.chksum), "%06o", sum);
 	h.chksum[7] = ' ';
-	return vfs__write_all(fd, &h, sizeof(h));
+	return write_all(fd, &h, sizeof(h));
 }
 
 /* One pax record, "LEN key=value\n", LEN counting itself. */
@@ -817,7 +801,7 @@ static int tar_entry(int fd, const char *name, char type, uint64_t size,
 			n += k;
 		}
 		if ((r = raw_header(fd, "././@PaxHeader", 'x', (uint64_t)n, 0644, NULL, NULL)) < 0 ||
-		    (r = vfs__write_all(fd, pax, (size_t)n)) < 0 || (r = pad_block(fd, (uint64_t)n)) < 0)
+		    (r = write_all(fd, pax, (size_t)n)) < 0 || (r = pad_block(fd, (uint64_t)n)) < 0)
 			return r;
 	}
 	return raw_header(fd, name, type, size, mode, e, link);
@@ -891,7 +875,7 @@ _public_ int vfs_cow_export(const struct vfs_cow_set *s, int upper_fd, int out_f
 		}
 	}
 	if (r >= 0)
-		r = vfs__write_all(out_fd, zero, sizeof(zero));
+		r = write_all(out_fd, zero, sizeof(zero));
 	return r < 0 ? r : skipped;
 }
 
@@ -909,7 +893,7 @@ _public_ int vfs_cow_write_sums(const struct vfs_cow_set *s, int out_fd)
 			continue;
 		if (asprintf(&line, "%s  %s\n", e->sha256, e->path) < 0)
 			return -ENOMEM;
-		r = vfs__write_all(out_fd, line, strlen(line));
+		r = write_all(out_fd, line, strlen(line));
 	}
 	return r;
 }

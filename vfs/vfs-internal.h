@@ -191,9 +191,6 @@ void vfs__cc_pending_add(struct vfs__cc_pending *pend, const char *name, unsigne
 void vfs__cc_put(struct vfs_cover_cache *cc, const char *vdir, bool cover_all,
 		 const struct stat *st, uint32_t n_entries, const struct vfs__cc_pending *pend);
 void vfs__cc_done(struct vfs_cover_cache *cc, unsigned entries);
-
-/* write() until all of buf is written (EINTR retried): 0 or -errno */
-int vfs__write_all(int fd, const void *buf, size_t len);
 bool vfs__glob_reaches(const struct vfs__rule *g, const struct vfs__rule *sys);
 bool vfs__rescuable(const struct vfs *v, const struct vfs__rule *block, const char *vpath);
 bool vfs__hides_devices(const struct vfs__rule *m);

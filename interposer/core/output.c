@@ -15,25 +15,9 @@
 #include "cleanup.h"
 #include "error.h"
 #include "macros.h"
+#include "io.h"
 #include "output.h"
 #include "vfs.h"
-
-static int write_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
 
 /* A private file in the output's directory, created now: no one else's file, link or
  * directory can be behind the name (O_EXCL fails on any existing entry, links included). */
