@@ -109,6 +109,7 @@ static int grow(struct proctrack *pt)
 	size_t cap = pt->cap ? pt->cap * 2 : 256;
 	struct thread_ent *old = pt->v, *nv = calloc(cap, sizeof(*nv));
 	size_t ocap = pt->cap;
+	uint64_t now = now_mono_ns();
 
 	if (!nv)
 		return -ENOMEM;
@@ -120,7 +121,7 @@ static int grow(struct proctrack *pt)
 	pt->n = 0;
 	for (size_t j = 0; j < ocap; j++) {
 		/* an exited thread's entry that outlived GONE_TTL_NS goes now */
-		if (old[j].tid <= 0 || (old[j].gone_ns && now_mono_ns() - old[j].gone_ns > GONE_TTL_NS))
+		if (old[j].tid <= 0 || (old[j].gone_ns && now - old[j].gone_ns > GONE_TTL_NS))
 			continue;
 		pt->n++;
 		for (size_t i = slot_of(pt, old[j].tid);; i = (i + 1) & (cap - 1))

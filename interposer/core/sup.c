@@ -1949,7 +1949,9 @@ static void cover_cache_prune(int dir)
 		(void)unlinkat(dirfd(d), old[i].name, 0);
 }
 
-/* The keeper's new records replace the file, whole (a reader never sees half of one). */
+/* The keeper's new records replace the file, whole (a reader never sees half of one).
+ * Not out_commit(): its fsync() would be paid at the end of every run that changed a
+ * directory, and a file torn by a crash fails its checksum, costing one slower start. */
 static void cover_cache_save(struct run *R)
 {
 	char tmp[96];
