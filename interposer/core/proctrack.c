@@ -213,7 +213,9 @@ static bool lookup(struct proctrack *pt, pid_t tid, struct thread_ent *ret)
 
 	pthread_mutex_lock(&pt->lock);
 	x = find_any(pt, tid);
-	found = x && (x->gone_ns ? now - x->gone_ns < GONE_TTL_NS
+	/* now was read before the lock: an exit handled since then is "later" than now,
+	 * and an unsigned now - gone_ns would wrap */
+	found = x && (x->gone_ns ? now < x->gone_ns + GONE_TTL_NS
 				 : pt->fd >= 0 || now - x->read_ns < IDS_TTL_NS);
 	if (found)
 		*ret = *x;
@@ -473,6 +475,12 @@ static void handle_event(struct proctrack *pt, const struct proc_event *ev)
 		if (read_ids(f->child_pid, &child) < 0)
 			child = (struct thread_ent){ .tid = f->child_pid, .tgid = f->child_tgid };
 		pthread_mutex_lock(&pt->lock);
+		/* A child gone before its fork event was read (this thread starved for a few
+		 * ms) may have been read from /proc while it lived, by a trapped call of its
+		 * own (lookup()): those ids stand. A live entry is this very child, since a
+		 * tid is handed out again only after its exit event, which erase() saw. */
+		if (!child.ns_tgid && (x = find(pt, f->child_pid)) && x->ns_tgid)
+			child = *x;
 		x = insert(pt, &child);
 		if (x && f->child_pid == f->child_tgid)
 			/* threads are not recorded: their calls carry their tid */

@@ -4,7 +4,7 @@
 # the process tree with each process's records under it. In both modes.
 . "$(dirname "$0")/lib.sh"
 . "$MOAT_SRC/tests/live/vfs/lib.sh"
-plan 11
+plan 12
 
 for mode in namespaced unnamespaced; do
 	if ! have_mode "$mode"; then
@@ -68,6 +68,30 @@ for mode in namespaced unnamespaced; do
 		fail "$mode: python3's calls carry the pid of its proc records" "pid ${pypid:-none}, $pycalls calls"
 	fi
 done
+
+# Many short-lived processes: each exits (and is reaped) within a few ms, often before
+# the recorder of native opens or the reader of fork and exit events has met it; the
+# ids read while it lived (by either, or by its trapped exec) must still reach every
+# record. Before that held, 1 to 60 of 6 600 records of this run had no sandbox pid.
+if ! have_mode namespaced; then
+	skip "300 short-lived processes: every record carries the sandbox-side pid" "namespaced mode not available"
+else
+	rm -f many.moat
+	"$MOAT" run -q --output-in-workspace --audit many.moat -- \
+		sh -c 'for i in $(seq 300); do cat /etc/hostname >/dev/null; done' >/dev/null 2>&1
+	"$MOAT" audit dump --json many.moat > many.json
+	n=$(jq -c 'select(.type=="sys" or .type=="proc")' many.json | wc -l)
+	nforks=$(jq -c 'select(.type=="proc" and .event=="fork")' many.json | wc -l)
+	bad=$(jq -c 'select((.type=="sys" or .type=="proc") and (.sandbox_pid // 0) <= 0)' many.json)
+	nbad=$(printf '%s' "$bad" | grep -c . || true)
+	if [ "$nforks" -ge 300 ] && [ "$nbad" -eq 0 ]; then
+		pass "300 short-lived processes: all $n sys and proc records carry the sandbox-side pid"
+	elif [ "$nforks" -eq 0 ] && "$MOAT" audit dump --json many.moat | jq -e 'select(.type=="hdr") | .features[] | select(.name=="proc_connector" and .present==false)' >/dev/null; then
+		skip "300 short-lived processes: every record carries the sandbox-side pid" "no proc connector (CAP_NET_ADMIN)"
+	else
+		fail "300 short-lived processes: every record carries the sandbox-side pid" "$nforks forks, $nbad of $n records without: $(printf '%s' "$bad" | head -3 | cut -c1-200)"
+	fi
+fi
 
 # Without CAP_NET_ADMIN: no fork or exit records, the header says why, execs still there.
 if ! command -v capsh >/dev/null; then
