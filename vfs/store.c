@@ -18,10 +18,12 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "io.h"
 #include "macros.h"
 #include "vfs-internal.h"
 
@@ -87,7 +89,175 @@ int vfs__lock_private(int dfd, const char *name)
 	return fd;
 }
 
-void vfs__sweep_stale(const char *parent, const char *prefix)
+/*
+ * Mount points the keeper made on the host (in a mapped host directory: a workspace that
+ * holds a --bind's destination) outlive a run killed before its teardown. The run lists
+ * them (vfs_note_made()) in the caller's state directory, as "made-" and its private
+ * directory's name: records "d|f DEV INO BTIME HOSTPATH", each ended by a NUL (a path
+ * may hold a newline). The sweep that removes a dead run's private directory undoes its
+ * list first: each object goes only while it is still the very one made (device, inode,
+ * birth time, our uid), and empty, the last made first, so a parent made for a child
+ * goes after it. Not in /tmp beside the private directory: a sandbox given the host's
+ * /tmp could make a directory of that name with a list of its own, and have the sweep,
+ * run by root, remove empty files of its choosing; the state directory is one that this
+ * run's sandbox does not see (the caller checks, as for the covering's records). Another
+ * run's sandbox that is given it could still write a list; what such a list can name is
+ * then bounded by the checks of undo_one(): an empty object of ours, born within
+ * MADE_WINDOW_NS after a private directory that the forger made itself.
+ */
+#define MADE_PREFIX "made-"
+#define MADE_MAX (1u << 20)
+/* The keeper makes its mount points while it sets the sandbox up, seconds after the
+ * private directory; an object born outside that window is not one of them, whatever a
+ * list says (a list is only as trustworthy as the state directory: see undo_one()). */
+#define MADE_WINDOW_NS (120 * 1000000000ull)
+
+static uint64_t statx_ns(const struct statx_timestamp *t)
+{
+	return (uint64_t)t->tv_sec * 1000000000u + t->tv_nsec;
+}
+
+/* "made-moat-vfs-XXXXXX" for a private directory path or name */
+static int made_name(const char *private_dir, char *buf, size_t len)
+{
+	const char *base = strrchr(private_dir, '/');
+
+	base = base ? base + 1 : private_dir;
+	return (size_t)snprintf(buf, len, MADE_PREFIX "%s", base) < len ? 0 : -ENAMETOOLONG;
+}
+
+_public_ void vfs_note_made(struct vfs *v, int state_fd, const char *vpath, dev_t dev,
+			    ino_t ino, bool dir)
+{
+	const char *slash = strrchr(vpath, '/'), *rest;
+	const struct vfs__rule *m;
+	char parent[PATH_MAX], name[64], *host = NULL, *rec = NULL;
+	struct statx stx;
+	uint64_t btime = 0;
+	int n;
+
+	if (!slash || !slash[1] || !v->private_dir ||
+	    (size_t)snprintf(parent, sizeof(parent), "%.*s", slash == vpath ? 1 : (int)(slash - vpath),
+			     vpath) >= sizeof(parent))
+		return;
+	/* made in its parent, so in the mapping that shows the parent: only a mapping of a
+	 * host directory counts (a tmpfs's backing is in the private directory, which the
+	 * sweep removes as a whole) */
+	m = vfs__mount_covering(v, parent);
+	if (!m || m->kind != VFS__BIND)
+		return;
+	if (v->made_fd < 0) {
+		if (state_fd < 0 || made_name(v->private_dir, name, sizeof(name)) < 0)
+			return;
+		v->made_fd = openat(state_fd, name, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND |
+				    O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (v->made_fd < 0)
+			return;
+		v->made_dir = fcntl(state_fd, F_DUPFD_CLOEXEC, 3);
+	}
+	rest = streq(m->virt, "/") ? vpath : vpath + strlen(m->virt);
+	if (asprintf(&host, "%s%s", streq(m->host, "/") ? "" : m->host, rest) < 0)
+		return;
+	/* its birth time, where the file system keeps one: an inode number is handed out
+	 * again after a removal, on ext4 often at once */
+	if (statx(AT_FDCWD, host, AT_SYMLINK_NOFOLLOW, STATX_INO | STATX_BTIME, &stx) == 0 &&
+	    makedev(stx.stx_dev_major, stx.stx_dev_minor) == dev && stx.stx_ino == ino &&
+	    (stx.stx_mask & STATX_BTIME))
+		btime = statx_ns(&stx.stx_btime);
+	n = asprintf(&rec, "%c %llu %llu %llu %s", dir ? 'd' : 'f', (unsigned long long)dev,
+		     (unsigned long long)ino, (unsigned long long)btime, host);
+	if (n > 0)
+		(void)write_all(v->made_fd, rec, (size_t)n + 1); /* with its NUL */
+	free(rec);
+	free(host);
+}
+
+/* The run ended and removed what it made (or said what it left): its list goes. */
+void vfs__made_done(struct vfs *v)
+{
+	char name[64];
+
+	if (v->made_fd < 0)
+		return;
+	if (v->made_dir >= 0 && made_name(v->private_dir, name, sizeof(name)) == 0)
+		(void)unlinkat(v->made_dir, name, 0);
+	v->made_fd = safe_close(v->made_fd);
+	v->made_dir = safe_close(v->made_dir);
+}
+
+/* One record of a list, removed if it is still what was made, made while its run set
+ * up (born from the private directory's birth to MADE_WINDOW_NS later), and empty. */
+static void undo_one(const char *rec, uint64_t since)
+{
+	unsigned long long dev, ino, btime;
+	char type, parent[PATH_MAX];
+	const char *path, *slash;
+	_cleanup_close_ int pfd = -1;
+	struct statx stx;
+	int used = 0;
+
+	if (sscanf(rec, "%c %llu %llu %llu %n", &type, &dev, &ino, &btime, &used) != 4 || !used ||
+	    (type != 'd' && type != 'f'))
+		return;
+	path = rec + used;
+	slash = strrchr(path, '/');
+	if (path[0] != '/' || !slash || !slash[1] || (size_t)(slash - path) >= sizeof(parent))
+		return;
+	snprintf(parent, sizeof(parent), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	pfd = open(parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	/* whatever the way to it, only the very object made is removed */
+	if (pfd < 0 ||
+	    statx(pfd, slash + 1, AT_SYMLINK_NOFOLLOW, STATX_TYPE | STATX_INO | STATX_UID |
+		  STATX_SIZE | STATX_BTIME, &stx) < 0 ||
+	    makedev(stx.stx_dev_major, stx.stx_dev_minor) != (dev_t)dev ||
+	    stx.stx_ino != ino || stx.stx_uid != geteuid() || !(stx.stx_mask & STATX_BTIME) ||
+	    statx_ns(&stx.stx_btime) != btime || btime < since || btime - since > MADE_WINDOW_NS)
+		return;
+	if (type == 'd' && S_ISDIR(stx.stx_mode))
+		(void)unlinkat(pfd, slash + 1, AT_REMOVEDIR); /* refused unless empty */
+	else if (type == 'f' && S_ISREG(stx.stx_mode) && stx.stx_size == 0)
+		(void)unlinkat(pfd, slash + 1, 0);
+}
+
+/* The list of the dead run whose private directory is name in dfd (its lock held),
+ * undone, then removed. */
+static void undo_made(int state_fd, int dfd, const char *name)
+{
+	_cleanup_close_ int fd = -1;
+	struct statx dir;
+	char list[64];
+	struct stat st;
+	char *buf;
+	ssize_t n;
+
+	if (state_fd < 0 || made_name(name, list, sizeof(list)) < 0)
+		return;
+	fd = openat(state_fd, list, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (statx(dfd, name, AT_SYMLINK_NOFOLLOW, STATX_BTIME, &dir) == 0 &&
+	    (dir.stx_mask & STATX_BTIME) &&
+	    fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+	    st.st_size > 0 && (uint64_t)st.st_size <= MADE_MAX &&
+	    (buf = malloc((size_t)st.st_size))) {
+		n = read(fd, buf, (size_t)st.st_size);
+		/* a record cut short (killed mid-write) has no NUL yet: left out */
+		while (n > 0 && buf[n - 1] != '\0')
+			n--;
+		for (ssize_t end = n; end > 0;) {
+			ssize_t b = end - 1; /* the NUL that ends this record */
+
+			while (b > 0 && buf[b - 1] != '\0')
+				b--;
+			undo_one(buf + b, statx_ns(&dir.stx_btime));
+			end = b;
+		}
+		free(buf);
+	}
+	(void)unlinkat(state_fd, list, 0);
+}
+
+void vfs__sweep_stale(const char *parent, const char *prefix, int state_fd)
 {
 	size_t pl = strlen(prefix);
 	DIR *d = opendir(parent);
@@ -109,6 +279,7 @@ void vfs__sweep_stale(const char *parent, const char *prefix)
 		fd = vfs__lock_private(dirfd(d), de->d_name);
 		if (fd < 0)
 			continue;
+		undo_made(state_fd, dirfd(d), de->d_name);
 		vfs__rm_rf_at(dirfd(d), de->d_name);
 		close(fd);
 	}
@@ -122,11 +293,11 @@ _public_ void vfs_defer_sweep(struct vfs *v)
 
 /* The same sweeps as vfs_finalize()'s, later: the run's own directories are locked
  * already, so they are left alone like any other live run's. */
-_public_ void vfs_sweep_stale(const struct vfs *v)
+_public_ void vfs_sweep_stale(const struct vfs *v, int state_fd)
 {
-	vfs__sweep_stale("/tmp", "moat-vfs-");
+	vfs__sweep_stale("/tmp", "moat-vfs-", state_fd);
 	if (v->skeleton_dir)
-		vfs__sweep_stale("/dev/shm", "moat-root-");
+		vfs__sweep_stale("/dev/shm", "moat-root-", -1);
 }
 
 int vfs__private_path(struct vfs *v, const char *prefix, char **ret)
@@ -155,7 +326,7 @@ static int shm_dir(struct vfs *v)
 	if (statfs("/dev/shm", &sf) < 0 || sf.f_type != TMPFS_MAGIC)
 		return -EOPNOTSUPP;
 	if (!v->defer_sweep)
-		vfs__sweep_stale("/dev/shm", "moat-root-");
+		vfs__sweep_stale("/dev/shm", "moat-root-", -1);
 	if (!mkdtemp(tmpl))
 		return -EOPNOTSUPP;
 	v->skeleton_dir = strdup(tmpl);

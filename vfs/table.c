@@ -40,7 +40,7 @@ _public_ int vfs_new(const struct vfs_proc_ops *proc, struct vfs **ret)
 		return -ENOMEM;
 	v->root_fd = -1;
 	v->host_root_fd = -1;
-	v->private_lock = v->skeleton_lock = -1;
+	v->private_lock = v->skeleton_lock = v->made_fd = v->made_dir = -1;
 	v->cow_lower_fd = v->cow_upper_fd = v->cow_lock = -1;
 	v->proc_self_fd = -1;
 	/* Recursive: listing the change set holds it while it walks each path through
@@ -110,6 +110,7 @@ _public_ struct vfs *vfs_free(struct vfs *v)
 		close(v->proc_self_fd);
 	vfs__own_done(v, vfs__rm_rf_at);
 	vfs__cow_done(v);
+	vfs__made_done(v); /* named after private_dir */
 	if (v->private_mounted)
 		umount2(v->private_dir, MNT_DETACH);
 	if (v->private_dir)
@@ -343,7 +344,7 @@ static int finalize(struct vfs *v, enum vfs_mode mode, struct moat_error *e)
 	}
 
 	if (!v->defer_sweep)
-		vfs__sweep_stale("/tmp", "moat-vfs-");
+		vfs__sweep_stale("/tmp", "moat-vfs-", -1);
 	if (!mkdtemp(tmpl))
 		return moat_error_set(e, EINVAL, "cannot create a private directory: %s",
 		                 strerror(errno));

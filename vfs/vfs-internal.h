@@ -121,6 +121,8 @@ struct vfs {
 	char *skeleton_dir;        /* its own private dir when on /dev/shm, else NULL; also
 	                              the namespaced /dev/shm backing and inline files */
 	int private_lock, skeleton_lock; /* flock()ed fds of those two (see lock_private()) */
+	int made_fd, made_dir;     /* the list of mount points the keeper made on the host
+	                              (vfs_note_made()) and the directory it is in, or -1 */
 	char *tmpdir;              /* what the sandbox should use as TMPDIR */
 	char *home_dir;            /* the private home's virtual path (the sandbox's HOME) */
 	struct vfs__own **own;     /* owned.c: the run's entries in own_only mappings, by
@@ -224,7 +226,8 @@ static inline bool vfs__host_below(const struct vfs__rule *m, const char *vpath,
 void vfs__rm_rf_at(int dfd, const char *name);
 /* An fd of dfd/name holding its exclusive lock, or -errno (-EWOULDBLOCK: a run holds it). */
 int vfs__lock_private(int dfd, const char *name);
-void vfs__sweep_stale(const char *parent, const char *prefix);
+void vfs__sweep_stale(const char *parent, const char *prefix, int state_fd);
+void vfs__made_done(struct vfs *v);
 int vfs__private_path(struct vfs *v, const char *prefix, char **ret);
 int vfs__skeleton_path(struct vfs *v, char **ret);
 int vfs__shm_path(struct vfs *v, const char *prefix, char **ret);

@@ -221,7 +221,14 @@ int vfs_finalize(struct vfs *v, enum vfs_mode mode, struct moat_error *e);
  * keeper exits): it reads the whole of the host's /tmp, which need not delay the
  * sandbox's start. */
 void vfs_defer_sweep(struct vfs *v);
-void vfs_sweep_stale(const struct vfs *v);
+/* state_fd: where vfs_note_made() keeps its lists (or -1: no list is undone). */
+void vfs_sweep_stale(const struct vfs *v, int state_fd);
+/* What the keeper made on the host for a mount point (vpath in the sandbox, the made
+ * object's identity), listed in state_fd (a directory of ours that no sandbox sees), so
+ * that the sweep of a run killed before its teardown removes it as the teardown would
+ * have (store.c). */
+void vfs_note_made(struct vfs *v, int state_fd, const char *vpath, dev_t dev, ino_t ino,
+		   bool dir);
 
 /* Namespaced mode, once the sandbox's mount namespace exists: resolve through root (an
  * O_PATH fd of the sandbox's root directory) so every fd lives on the sandbox's mounts.

@@ -293,6 +293,7 @@ struct run {
 	/* The covering's records across runs (cover_cache_open()): the directory they are
 	 * kept in, this run's file name, the key, and the keeper's new records. */
 	int cc_dir;
+	int state_fd;                   /* the same directory for vfs_note_made(), -2 unopened */
 	char cc_name[64];
 	char *cc_key;
 	int cc_new;
@@ -304,6 +305,7 @@ static uint64_t wall_ns(void);
 static void audit_header(struct run *R);
 static void start_proctrack(struct run *R);
 static bool kernel_at_least(const char *release, int major, int minor);
+static int run_state_dir(struct run *R, bool make);
 
 /* ---- the notifier thread ---- */
 
@@ -595,6 +597,7 @@ static void note_made(struct run *R, int dirfd, bool dir, const char *buf, size_
 	struct made_mountpoint *a;
 	const char *vpath = buf + sizeof(c), *slash;
 	char *copy = NULL;
+	int sd;
 
 	if (len <= sizeof(c) || buf[len - 1] != '\0' || !(slash = strrchr(vpath, '/')) ||
 	    !slash[1]) {
@@ -614,6 +617,13 @@ static void note_made(struct run *R, int dirfd, bool dir, const char *buf, size_
 						 .dev = (dev_t)c.dev, .ino = (ino_t)c.ino,
 						 .dir = dir };
 	R->n_made++;
+	/* for a sweep by a later run, should this one be killed before remove_made() */
+	sd = run_state_dir(R, true);
+	if (sd < 0 && R->n_made == 1)
+		log_info("mount points made on the host: not listed for a later run to remove "
+			 "should this one be killed (no state directory of ours alone that the "
+			 "sandbox does not see)");
+	vfs_note_made(R->o->vfs, sd, copy, (dev_t)c.dev, (ino_t)c.ino, dir);
 }
 
 static void on_sync(struct run *R)
@@ -1052,7 +1062,7 @@ static int loop(struct run *R)
 		 * namespaces down (a millisecond or so) before we can reap it. What dead
 		 * runs left behind is swept meanwhile, on a CPU that would wait anyway. */
 		if (R->have_cmd_status && R->sweep_pending) {
-			vfs_sweep_stale(R->o->vfs);
+			vfs_sweep_stale(R->o->vfs, run_state_dir(R, false));
 			R->sweep_pending = false;
 		}
 	}
@@ -1696,6 +1706,7 @@ static struct run *run_new(struct sup_opts *o)
 	pthread_mutex_init(&R->ctx.lock, NULL);
 	R->epfd = R->sigfd = R->timerfd = R->syncfd = R->pidfd = R->cmd_pidfd = -1;
 	R->cc_dir = R->cc_new = -1;
+	R->state_fd = -2;
 	R->report_out = (struct out_file)OUT_FILE_INIT;
 	R->audit_out = (struct out_file)OUT_FILE_INIT;
 	R->t_start = now_mono_ns();
@@ -1838,8 +1849,10 @@ static void unnamespaced_reads(struct run *R, struct spawn_plan *plan)
  * ours that nobody else can write, and that no mapping shows the sandbox (it could
  * rewrite the records so that a hidden file goes uncovered, or read the names of hidden
  * files in trees this run does not map). MOAT_COVER_CACHE=off: none; =DIR: there.
+ * The same directory holds the lists of mount points made on the host (vfs_note_made(),
+ * records: false), which "off" does not turn off. make: create it if it is missing.
  */
-static int cover_cache_dir(const struct vfs *v)
+static int state_dir(const struct vfs *v, bool records, bool make)
 {
 	const char *e = getenv("MOAT_COVER_CACHE"), *xdg = getenv("XDG_CACHE_HOME"),
 		   *home = getenv("HOME");
@@ -1847,7 +1860,7 @@ static int cover_cache_dir(const struct vfs *v)
 	struct stat st;
 	int fd;
 
-	if (e && streq(e, "off"))
+	if (records && e && streq(e, "off"))
 		return -1;
 	if (e && e[0] == '/')
 		snprintf(path, sizeof(path), "%s", e);
@@ -1865,7 +1878,7 @@ static int cover_cache_dir(const struct vfs *v)
 		strcat(path, "/moat");
 	}
 	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 && errno == ENOENT) {
+	if (fd < 0 && errno == ENOENT && make) {
 		char *slash = strrchr(path, '/');
 
 		/* ~/.cache too, if need be; the checks below hold for what is there */
@@ -1878,14 +1891,26 @@ static int cover_cache_dir(const struct vfs *v)
 	if (fd < 0)
 		return -1;
 	if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 077)) {
-		log_info("covering: no records kept (%s is not ours alone)", path);
+		if (records)
+			log_info("covering: no records kept (%s is not ours alone)", path);
 		return safe_close(fd);
 	}
 	if (vfs_shows_host_dir(v, fd)) {
-		log_info("covering: no records kept (the sandbox would see %s)", path);
+		if (records)
+			log_info("covering: no records kept (the sandbox would see %s)", path);
 		return safe_close(fd);
 	}
 	return fd;
+}
+
+/* state_dir() for the lists of mount points, opened once, when first needed: made by
+ * the first list (make), only looked for by a sweep. */
+static int run_state_dir(struct run *R, bool make)
+{
+	if (R->state_fd == -2 || (R->state_fd == -1 && make))
+		R->state_fd = R->cc_dir >= 0 ? fcntl(R->cc_dir, F_DUPFD_CLOEXEC, 3)
+					     : state_dir(R->o->vfs, false, make);
+	return R->state_fd;
 }
 
 /* The keeper reads the trees hide globs can match in (vfs_foreach_cover()); the
@@ -1894,7 +1919,7 @@ static int cover_cache_dir(const struct vfs *v)
 static void cover_cache_open(struct run *R, struct spawn_plan *plan)
 {
 	plan->cover_cache_fd = -1;
-	if (!plan->cover_globs || (R->cc_dir = cover_cache_dir(R->o->vfs)) < 0)
+	if (!plan->cover_globs || (R->cc_dir = state_dir(R->o->vfs, true, true)) < 0)
 		return;
 	R->cc_key = vfs_cover_cache_key(R->o->vfs, "/newroot");
 	if (!R->cc_key || vfs_cover_cache_name(R->cc_key, R->cc_name, sizeof(R->cc_name)) < 0) {
@@ -2370,13 +2395,15 @@ int sup_run(struct sup_opts *o)
 	if (!R->keeper_done && waitpid(R->keeper, &R->keeper_status, 0) == R->keeper)
 		R->keeper_done = true;
 	if (R->sweep_pending) {
-		vfs_sweep_stale(o->vfs);
+		vfs_sweep_stale(o->vfs, run_state_dir(R, false));
 		R->sweep_pending = false;
 	}
 	remove_made(R, R->keeper_done);
 	cover_cache_save(R);
 	R->cc_new = safe_close(R->cc_new);
 	R->cc_dir = safe_close(R->cc_dir);
+	if (R->state_fd >= 0)
+		R->state_fd = safe_close(R->state_fd);
 	free(R->cc_key);
 	R->cc_key = NULL;
 	/* Everything that held a pty slave is gone: its last output goes out before ours. */

@@ -13,8 +13,7 @@
 
 plan 11
 have_mode namespaced || skip_all "moat cannot start in namespaced mode here"
-export MOAT_COVER_CACHE="$TMP/cache"
-mkdir -m 700 "$MOAT_COVER_CACHE"
+own_state_dir
 W=$(mktemp -d "$TMP/ws.XXXXXX")
 cd "$W" || exit 1
 SECRET="moat-secret-$RANDOM$RANDOM"

@@ -4,6 +4,13 @@
 # have_mode MODE: whether `moat run --mode MODE` can start at all on this kernel.
 have_mode() { (cd "$TMP" && "$MOAT" run -q --mode "$1" -- true) >/dev/null 2>&1; }
 
+# own_state_dir: moat's state directory (the covering's records, the lists of mount
+# points made on the host) one of the test's own, not the user's.
+own_state_dir() {
+	export MOAT_COVER_CACHE="$TMP/state"
+	mkdir -m 700 "$MOAT_COVER_CACHE"
+}
+
 # no_secret FILE SECRET: FILE does not contain SECRET.
 no_secret() { ! grep -qF -- "$2" "$1"; }
 

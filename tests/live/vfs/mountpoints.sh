@@ -3,12 +3,12 @@
 # that lands in a mapping of a host directory (the workspace, or "/" mapped read-write:
 # root-rw.sh) it is on the host, and it goes when the run ends, with every directory the
 # keeper made on the way to it; what the sandbox put beside one keeps that directory,
-# and moat says so. What was there before the run stays. Checked on the host after
-# each run.
+# and moat says so. What was there before the run stays, and what a run killed before
+# its teardown made goes with a later run's sweep. Checked on the host after each run.
 . "$MOAT_SRC/tests/lib/tap.sh"
 . "$MOAT_SRC/tests/live/vfs/lib.sh"
 
-plan 5
+plan 7
 have_mode namespaced || skip_all "moat cannot start in namespaced mode here"
 W=$(mktemp -d "$TMP/ws.XXXXXX")
 cd "$W" || exit 1
@@ -46,4 +46,49 @@ out=$(timeout 60 "$MOAT" run -q -- true 2>&1)
 rc=$?
 [ $rc -eq 0 ] && [ -z "$(ls -A "$W")" ] && [ -z "$out" ]
 ok $? "a plain run leaves the workspace as it was and says nothing (rc $rc; $(ls -A "$W"))" "$out"
+
+# A run killed by SIGKILL (the OOM killer, a CI timeout) never reaches its teardown; the
+# next run's sweep of its private directory removes what it made, from the list the run
+# kept in moat's state directory (the covering's records' one, here a directory of the
+# test's own). killed_run: starts a run that makes k/, k/cfg.conf and k/t, waits until
+# the list holds all three, kills it; sets D, its private directory, made old enough
+# for a sweep.
+own_state_dir
+killed_run() {
+	local pid n=0
+	"$MOAT" run -q --ro-bind "$TMP/src.txt:$W/k/cfg.conf" --tmpfs "$W/k/t" -- sleep 60 \
+		>/dev/null 2>&1 &
+	pid=$!
+	D=
+	for _ in $(seq 100); do
+		D=$(private_dirs "$pid" | grep '^/tmp/moat-vfs-' | head -1)
+		n=$([ -n "$D" ] && tr -cd '\0' <"$MOAT_COVER_CACHE/made-${D##*/}" 2>/dev/null | wc -c)
+		[ "${n:-0}" -ge 3 ] && break
+		sleep 0.1
+	done
+	kill -KILL "$pid"
+	wait "$pid" 2>/dev/null
+	# the sweep leaves directories younger than 10 s alone (their run may be starting)
+	[ -n "$D" ] && touch -d '-1 min' "$D"
+	[ "${n:-0}" -ge 3 ]
+}
+if killed_run && [ -e "$W/k/cfg.conf" ] && [ -d "$W/k/t" ]; then
+	out=$(timeout 60 "$MOAT" run -q -- true 2>&1)
+	[ ! -e "$W/k" ] && [ ! -e "$D" ] && [ ! -e "$MOAT_COVER_CACHE/made-${D##*/}" ]
+	ok $? "a killed run's mount points go with the next run's sweep of its private directory, and so does its list ($(ls -A "$W"))" "$out"
+else
+	ok 1 "a killed run's mount points go with the next run's sweep (on the host: $(ls -A "$W"); no complete list of them in '$D')"
+fi
+rm -rf "$W/k"
+
+# What is no longer what the run made, or not empty, stays: k/t replaced by a directory
+# of the same name, k then not empty; the empty file k/cfg.conf still goes.
+if killed_run && mkdir "$W/k/t2" && rmdir "$W/k/t" && mv "$W/k/t2" "$W/k/t"; then
+	out=$(timeout 60 "$MOAT" run -q -- true 2>&1)
+	[ ! -e "$W/k/cfg.conf" ] && [ -d "$W/k/t" ] && [ ! -e "$D" ]
+	ok $? "the sweep removes only the very objects made, and only when empty ($(cd "$W" && find k 2>&1 | tr '\n' ' '))" "$out"
+else
+	ok 1 "the sweep removes only the very objects made (on the host: $(ls -A "$W"); no complete list of them in '$D')"
+fi
+rm -rf "$W/k"
 finish
