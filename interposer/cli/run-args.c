@@ -234,7 +234,7 @@ static int parse_one(struct run_args *a, int opt, const char *word, int argc, ch
 {
 	struct sup_opts *o = &a->o;
 	struct moat_error pe;
-	double d;
+	double d = 0; /* set by parse_seconds() on success; the compiler cannot see it */
 
 	switch (opt) {
 	case 'v':
