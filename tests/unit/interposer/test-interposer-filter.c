@@ -331,6 +331,58 @@ static void test_confine(void **state)
 	}
 }
 
+/* Every filter as moat links it is the one the build function makes; a number the table
+ * does not know fails with ENOSYS wherever it lies (a hole in the numbering, past the
+ * end, far past it), a known one never does but where the table refuses it so (SysV IPC
+ * unnamespaced), and another architecture or x86_64's x32 numbers are killed. */
+static void test_unknown_numbers(void **state)
+{
+	uint32_t arch = sc_native_arch();
+
+	(void)state;
+	for (enum sup_filter_kind k = 0; k < _SUP_FILTER_MAX; k++) {
+		struct sock_fprog linked, built = { 0 };
+		size_t unknown = 0;
+
+		assert_int_equal(sup_filter_precompiled(k, &linked), 0);
+		assert_int_equal(sup_filter_build(arch, k, &built), 0);
+		assert_int_equal(linked.len, built.len);
+		assert_memory_equal(linked.filter, built.filter, built.len * sizeof(*built.filter));
+		free(built.filter);
+		for (uint32_t nr = 0; nr < 4096; nr++) {
+			struct seccomp_data d = { .nr = (int)nr, .arch = arch };
+			const struct sc_entry *e = sc_lookup(arch, (int)nr);
+			uint32_t a = run_bpf(&linked, &d);
+
+			if (!e) {
+				unknown++;
+				if (a != (SECCOMP_RET_ERRNO | ENOSYS))
+					fail_msg("filter %d: unknown number %u: %#x", (int)k, nr, a);
+			} else if (a == (SECCOMP_RET_ERRNO | ENOSYS) && e->deny_errno != ENOSYS &&
+				   !(k == SUP_FILTER_UNNAMESPACED && e->unns_enosys)) {
+				fail_msg("filter %d: %s refused as unknown", (int)k, e->name);
+			}
+		}
+		assert_true(unknown > 0);
+		{
+			struct seccomp_data d = { .nr = 0x3fffffff, .arch = arch }; /* below x32 */
+
+			assert_int_equal(run_bpf(&linked, &d), SECCOMP_RET_ERRNO | ENOSYS);
+		}
+#if defined(__x86_64__)
+		{
+			struct seccomp_data d = { .nr = 11, .arch = AUDIT_ARCH_I386 };
+
+			assert_int_equal(run_bpf(&linked, &d) & SECCOMP_RET_ACTION_FULL,
+					 SECCOMP_RET_KILL_PROCESS);
+			d = (struct seccomp_data){ .nr = (int)(0x40000000 | SYS_read), .arch = arch };
+			assert_int_equal(run_bpf(&linked, &d) & SECCOMP_RET_ACTION_FULL,
+					 SECCOMP_RET_KILL_PROCESS);
+		}
+#endif
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -339,6 +391,7 @@ int main(void)
 		cmocka_unit_test(test_native_ro_opens),
 		cmocka_unit_test(test_native_writes),
 		cmocka_unit_test(test_confine),
+		cmocka_unit_test(test_unknown_numbers),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
