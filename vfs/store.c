@@ -386,7 +386,12 @@ void vfs__shm_remove(const struct vfs *v)
  * follows one in any but the last component. The parent is opened beneath root with
  * no symlink on the way; without openat2 nothing is removed here (the walk does it).
  */
-static void skel_unlink(int root, const char *rel, int flags)
+struct skel_parent {
+	char path[PATH_MAX]; /* the last parent opened ("" none), and its fd */
+	int fd;
+};
+
+static void skel_unlink(int root, struct skel_parent *last, const char *rel, int flags)
 {
 	struct open_how how = {
 		.flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
@@ -394,21 +399,30 @@ static void skel_unlink(int root, const char *rel, int flags)
 		           RESOLVE_NO_XDEV,
 	};
 	const char *s = strrchr(rel, '/'), *name = s ? s + 1 : rel;
-	char parent[PATH_MAX];
-	_cleanup_close_ int pfd = -1;
 	int dfd = root;
 
 	if (s) {
-		if ((size_t)(s - rel) >= sizeof(parent))
+		size_t len = (size_t)(s - rel);
+
+		if (len >= sizeof(last->path))
 			return;
-		snprintf(parent, sizeof(parent), "%.*s", (int)(s - rel), rel);
-		dfd = pfd = (int)syscall(SYS_openat2, root, parent, &how, sizeof(how));
-		if (pfd < 0)
-			return;
+		/* siblings come one after another (/dev's nodes): their parent is opened once */
+		if (last->fd < 0 || strlen(last->path) != len || memcmp(last->path, rel, len)) {
+			last->fd = safe_close(last->fd);
+			snprintf(last->path, sizeof(last->path), "%.*s", (int)len, rel);
+			last->fd = (int)syscall(SYS_openat2, root, last->path, &how, sizeof(how));
+			if (last->fd < 0)
+				return;
+		}
+		dfd = last->fd;
 	}
-	/* a mount point may be a file (a mapped file): removed as one */
-	if (unlinkat(dfd, name, flags) < 0 && errno == ENOTDIR && flags)
-		(void)unlinkat(dfd, name, 0);
+	/* the table says what each mount point is; a wrong guess costs one call more */
+	if (unlinkat(dfd, name, flags) < 0) {
+		if (errno == ENOTDIR && flags)
+			(void)unlinkat(dfd, name, 0);
+		else if (errno == EISDIR && !flags)
+			(void)unlinkat(dfd, name, AT_REMOVEDIR);
+	}
 }
 
 /*
@@ -422,6 +436,7 @@ static void skel_unlink(int root, const char *rel, int flags)
  */
 void vfs__skel_remove(const struct vfs *v)
 {
+	struct skel_parent last = { .fd = -1 };
 	_cleanup_close_ int root = -1;
 
 	if (!v->skeleton)
@@ -444,11 +459,13 @@ void vfs__skel_remove(const struct vfs *v)
 		snprintf(parent, sizeof(parent), "%.*s", s == virt ? 1 : (int)(s - virt), virt);
 		if (!vfs__is_implicit(v, parent))
 			continue;
-		skel_unlink(root, virt + 1, AT_REMOVEDIR);
+		skel_unlink(root, &last, virt + 1,
+			    S_ISDIR(v->mounts[i]->root_type) ? AT_REMOVEDIR : 0);
 	}
 	for (size_t i = v->n_implicit; i-- > 0;)
 		if (!streq(v->implicit[i], "/"))
-			skel_unlink(root, v->implicit[i] + 1, AT_REMOVEDIR);
+			skel_unlink(root, &last, v->implicit[i] + 1, AT_REMOVEDIR);
+	safe_close(last.fd);
 	(void)rmdir(v->skeleton);
 }
 
