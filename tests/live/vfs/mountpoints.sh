@@ -68,6 +68,12 @@ killed_run() {
 	done
 	kill -KILL "$pid"
 	wait "$pid" 2>/dev/null
+	# The keeper dies of the supervisor's death (PR_SET_PDEATHSIG) a moment later, and
+	# holds the directory's lock until then: a sweep leaves a locked one alone.
+	for _ in $(seq 100); do
+		[ -z "$D" ] || flock -n "$D" true 2>/dev/null && break
+		sleep 0.1
+	done
 	# the sweep leaves directories younger than 10 s alone (their run may be starting)
 	[ -n "$D" ] && touch -d '-1 min' "$D"
 	[ "${n:-0}" -ge 3 ]
@@ -75,7 +81,7 @@ killed_run() {
 if killed_run && [ -e "$W/k/cfg.conf" ] && [ -d "$W/k/t" ]; then
 	out=$(timeout 60 "$MOAT" run -q -- true 2>&1)
 	[ ! -e "$W/k" ] && [ ! -e "$D" ] && [ ! -e "$MOAT_COVER_CACHE/made-${D##*/}" ]
-	ok $? "a killed run's mount points go with the next run's sweep of its private directory, and so does its list ($(ls -A "$W"))" "$out"
+	ok $? "a killed run's mount points go with the next run's sweep of its private directory, and so does its list ($(cd "$W" && find . -mindepth 1 | tr '\n' ' ')$([ -e "$D" ] && echo "; $D left")$([ -e "$MOAT_COVER_CACHE/made-${D##*/}" ] && echo "; the list left"))" "$out"
 else
 	ok 1 "a killed run's mount points go with the next run's sweep (on the host: $(ls -A "$W"); no complete list of them in '$D')"
 fi
