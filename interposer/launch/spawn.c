@@ -1100,6 +1100,36 @@ _noreturn_ static void command_main(struct spawn_plan *p, pid_t keeper)
 	_exit(r == ENOENT || r == ENOTDIR ? MOAT_EXIT_NOTFOUND : MOAT_EXIT_NOEXEC);
 }
 
+/*
+ * The command, as a child of the keeper. Not fork(): the keeper came from a raw clone
+ * of a process with threads (the audit writer, the notifiers), so a malloc arena another
+ * thread held at that moment stays locked here forever, and glibc's fork() takes every
+ * arena lock first: it would wait for good. A raw clone takes none, and nor does
+ * vfork().
+ *
+ * When the command goes straight on to its exec, it is a vfork() child: it runs in the
+ * keeper's memory, on the keeper's stack below this frame, until its exec (or _exit),
+ * while the keeper waits: no copy of the keeper's page tables (the supervisor's whole
+ * image) and no copy-on-write fault for each page the command's set-up touches. That
+ * set-up never returns here, and what it changes is the command's own (fds, rlimits,
+ * session, signal dispositions, credentials, filter: a vfork child shares the memory
+ * alone), but for what it writes to memory (environ), which the keeper never reads
+ * again. A warm command (wait_argv) waits for its request before the exec, which could
+ * be long: it gets a copy as before, and the keeper goes on.
+ */
+static pid_t spawn_command(struct spawn_plan *p, pid_t self)
+{
+	pid_t cmd;
+
+	if (p->wait_argv)
+		cmd = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, 0);
+	else
+		cmd = vfork();
+	if (cmd == 0)
+		command_main(p, self);
+	return cmd < 0 ? -errno : cmd;
+}
+
 /* ---- the keeper: pid 1 of the sandbox's pid namespace, or a subreaper without one ---- */
 
 _noreturn_ static void keeper_main(struct spawn_plan *p)
@@ -1156,15 +1186,9 @@ _noreturn_ static void keeper_main(struct spawn_plan *p)
 		}
 		sup_netns_setup(p->sync_fd);
 	}
-	/* Not fork(): the keeper came from a raw clone of a process with threads (the
-	 * audit writer, the notifiers), so a malloc arena another thread held at that
-	 * moment stays locked here forever, and glibc's fork() takes every arena lock
-	 * first: it would wait for good. A raw clone takes none. */
-	cmd = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, 0);
+	cmd = spawn_command(p, self);
 	if (cmd < 0)
-		child_fail(p->sync_fd, STAGE_FORK, errno);
-	if (cmd == 0)
-		command_main(p, self);
+		child_fail(p->sync_fd, STAGE_FORK, -cmd);
 	if (p->argv_fd >= 0)
 		close(p->argv_fd); /* the command's alone */
 
