@@ -343,30 +343,29 @@ static int export_bpf(scmp_filter_ctx ctx, struct sock_fprog *ret)
 
 static int prepend_unknown(uint32_t arch, struct sock_fprog *prog)
 {
-	struct { uint32_t lo, hi; } rg[UNKNOWN_RANGES_MAX];
-	unsigned n_rg = 0, n, i = 0, top = 0;
+	struct { uint32_t lo, hi; } hole[UNKNOWN_RANGES_MAX];
+	unsigned n_holes = 0, n, i = 0, top = 0;
 	struct sock_filter *f;
 	bool x32 = arch == AUDIT_ARCH_X86_64;
 
+	/* the holes below the highest known number; from top on, nothing is known */
 	for (size_t k = 0; k < sc_count(arch); k++)
 		top = MAX(top, (unsigned)sc_at(arch, k)->nr + 1);
-	/* the holes below the highest known number, then everything above it */
-	for (unsigned nr = 0; nr <= top; nr++) {
-		if (nr < top && sc_lookup(arch, (int)nr))
+	for (unsigned nr = 0; nr < top; nr++) {
+		if (sc_lookup(arch, (int)nr))
 			continue;
-		if (n_rg && rg[n_rg - 1].hi == nr - 1 && nr < top)
-			rg[n_rg - 1].hi = nr;
-		else if (n_rg == UNKNOWN_RANGES_MAX)
+		if (n_holes && hole[n_holes - 1].hi == nr - 1)
+			hole[n_holes - 1].hi = nr;
+		else if (n_holes == UNKNOWN_RANGES_MAX)
 			return -E2BIG;
 		else
-			rg[n_rg++] = (typeof(rg[0])){ nr, nr };
+			hole[n_holes++] = (typeof(hole[0])){ nr, nr };
 	}
-	rg[n_rg - 1].hi = UINT32_MAX; /* nr == top: from there on */
 	/* ld arch, jeq, ld nr, [jge x32], per hole jge+jgt (a hole from 0: jgt), the top's
 	 * jge, ret ENOSYS */
 	n = 3 + x32 + 1 + 1;
-	for (unsigned k = 0; k + 1 < n_rg; k++)
-		n += rg[k].lo ? 2 : 1;
+	for (unsigned k = 0; k < n_holes; k++)
+		n += hole[k].lo ? 2 : 1;
 	if (n + prog->len > BPF_MAXINSNS)
 		return -E2BIG;
 	f = malloc((n + prog->len) * sizeof(*f));
@@ -387,20 +386,19 @@ static int prepend_unknown(uint32_t arch, struct sock_fprog *prog)
 						    TO(n), 0);
 		i++;
 	}
-	for (unsigned k = 0; k + 1 < n_rg; k++) {
-		unsigned next = i + (rg[k].lo ? 2 : 1);
+	for (unsigned k = 0; k < n_holes; k++) {
+		unsigned next = i + (hole[k].lo ? 2 : 1);
 
-		if (rg[k].lo) {
-			f[i] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, rg[k].lo, 0,
+		if (hole[k].lo) {
+			f[i] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, hole[k].lo, 0,
 							    TO(next));
 			i++;
 		}
-		f[i] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, rg[k].hi, TO(next),
+		f[i] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, hole[k].hi, TO(next),
 						    TO(n - 1));
 		i++;
 	}
-	f[i] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, rg[n_rg - 1].lo, TO(n - 1),
-					    TO(n));
+	f[i] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, top, TO(n - 1), TO(n));
 	i++;
 	f[i] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS);
 	i++;
