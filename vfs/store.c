@@ -126,19 +126,29 @@ static int made_name(const char *private_dir, char *buf, size_t len)
 	return (size_t)snprintf(buf, len, MADE_PREFIX "%s", base) < len ? 0 : -ENAMETOOLONG;
 }
 
+/* The directory part of an absolute path ("/" for "/x") into parent; its last
+ * component, or NULL when there is none or the directory does not fit. */
+static const char *split_parent(const char *path, char *parent, size_t len)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (!slash || !slash[1] || (size_t)(slash - path) >= len)
+		return NULL;
+	snprintf(parent, len, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	return slash + 1;
+}
+
 _public_ void vfs_note_made(struct vfs *v, int state_fd, const char *vpath, dev_t dev,
 			    ino_t ino, bool dir)
 {
-	const char *slash = strrchr(vpath, '/'), *rest;
 	const struct vfs__rule *m;
 	char parent[PATH_MAX], name[64], *host = NULL, *rec = NULL;
+	const char *rest;
 	struct statx stx;
 	uint64_t btime = 0;
 	int n;
 
-	if (!slash || !slash[1] || !v->private_dir ||
-	    (size_t)snprintf(parent, sizeof(parent), "%.*s", slash == vpath ? 1 : (int)(slash - vpath),
-			     vpath) >= sizeof(parent))
+	if (!v->private_dir || !split_parent(vpath, parent, sizeof(parent)))
 		return;
 	/* made in its parent, so in the mapping that shows the parent: only a mapping of a
 	 * host directory counts (a tmpfs's backing is in the private directory, which the
@@ -191,7 +201,7 @@ static void undo_one(const char *rec, uint64_t since)
 {
 	unsigned long long dev, ino, btime;
 	char type, parent[PATH_MAX];
-	const char *path, *slash;
+	const char *path, *name;
 	_cleanup_close_ int pfd = -1;
 	struct statx stx;
 	int used = 0;
@@ -200,23 +210,21 @@ static void undo_one(const char *rec, uint64_t since)
 	    (type != 'd' && type != 'f'))
 		return;
 	path = rec + used;
-	slash = strrchr(path, '/');
-	if (path[0] != '/' || !slash || !slash[1] || (size_t)(slash - path) >= sizeof(parent))
+	if (path[0] != '/' || !(name = split_parent(path, parent, sizeof(parent))))
 		return;
-	snprintf(parent, sizeof(parent), "%.*s", slash == path ? 1 : (int)(slash - path), path);
 	pfd = open(parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	/* whatever the way to it, only the very object made is removed */
 	if (pfd < 0 ||
-	    statx(pfd, slash + 1, AT_SYMLINK_NOFOLLOW, STATX_TYPE | STATX_INO | STATX_UID |
+	    statx(pfd, name, AT_SYMLINK_NOFOLLOW, STATX_TYPE | STATX_INO | STATX_UID |
 		  STATX_SIZE | STATX_BTIME, &stx) < 0 ||
 	    makedev(stx.stx_dev_major, stx.stx_dev_minor) != (dev_t)dev ||
 	    stx.stx_ino != ino || stx.stx_uid != geteuid() || !(stx.stx_mask & STATX_BTIME) ||
 	    statx_ns(&stx.stx_btime) != btime || btime < since || btime - since > MADE_WINDOW_NS)
 		return;
 	if (type == 'd' && S_ISDIR(stx.stx_mode))
-		(void)unlinkat(pfd, slash + 1, AT_REMOVEDIR); /* refused unless empty */
+		(void)unlinkat(pfd, name, AT_REMOVEDIR); /* refused unless empty */
 	else if (type == 'f' && S_ISREG(stx.stx_mode) && stx.stx_size == 0)
-		(void)unlinkat(pfd, slash + 1, 0);
+		(void)unlinkat(pfd, name, 0);
 }
 
 /* The list of the dead run whose private directory is name in dfd (its lock held),
@@ -387,7 +395,7 @@ void vfs__shm_remove(const struct vfs *v)
  * no symlink on the way; without openat2 nothing is removed here (the walk does it).
  */
 struct skel_parent {
-	char path[PATH_MAX]; /* the last parent opened ("" none), and its fd */
+	char path[PATH_MAX]; /* the last parent opened, and its fd (or -1) */
 	int fd;
 };
 
@@ -449,15 +457,12 @@ void vfs__skel_remove(const struct vfs *v)
 	if (root < 0)
 		return;
 	for (size_t i = 0; i < v->n_mounts; i++) {
-		const char *virt = v->mounts[i]->virt, *s = strrchr(virt, '/');
+		const char *virt = v->mounts[i]->virt;
 		char parent[PATH_MAX];
 
 		/* exactly the mount points finalize made: below a mapping there are none,
 		 * and every directory on the way is one finalize made, never a symlink */
-		if (!s || !s[1] || (size_t)(s - virt) >= sizeof(parent))
-			continue;
-		snprintf(parent, sizeof(parent), "%.*s", s == virt ? 1 : (int)(s - virt), virt);
-		if (!vfs__is_implicit(v, parent))
+		if (!split_parent(virt, parent, sizeof(parent)) || !vfs__is_implicit(v, parent))
 			continue;
 		skel_unlink(root, &last, virt + 1,
 			    S_ISDIR(v->mounts[i]->root_type) ? AT_REMOVEDIR : 0);
