@@ -13,6 +13,10 @@
  *   T/ws/ldot -> .            T/ws/lpem -> key.pem         T/ws/lchain -> lrel
  *   T/ws/ldangle -> nothere   T/ws/lroot -> /              T/ws/lproc -> /proc/self/root
  *   T/out/o.txt "O"           (never mapped in unnamespaced mode)
+ *   T/ws/j1/j2/j3/f.txt "J"   T/ws/j1/j2/lsub -> ../../sub  T/ws/j1/hj/j3/f.txt "H"
+ *   T/ws/j1/j2/r2/r.txt "R2"  T/ws/j1/j2/dn/in/x "X"
+ *   (hj hidden by a glob, r2 a read-only mapping of its own, dn denied by name: each
+ *    stops a row of directories that one openat2() may take)
  * W stands for the virtual path of T/ws (T/ws itself unnamespaced, /ws namespaced).
  */
 #include <errno.h>
@@ -88,6 +92,19 @@ static int setup_tree(void **state)
 	dir("ws/deny");
 	dir("ws/star");
 	dir("out");
+	dir("ws/j1");
+	dir("ws/j1/j2");
+	dir("ws/j1/j2/j3");
+	dir("ws/j1/j2/r2");
+	dir("ws/j1/hj");
+	dir("ws/j1/hj/j3");
+	dir("ws/j1/j2/dn");
+	dir("ws/j1/j2/dn/in");
+	put("ws/j1/j2/dn/in/x", "X");
+	put("ws/j1/j2/j3/f.txt", "J");
+	put("ws/j1/j2/r2/r.txt", "R2");
+	put("ws/j1/hj/j3/f.txt", "H");
+	lnk("ws/j1/j2/lsub", "../../sub");
 	put("ws/a.txt", "A");
 	put("ws/.env", "SECRET");
 	put("ws/key.pem", "PEM");
@@ -266,6 +283,28 @@ static const struct row common_rows[] = {
 	{ "W/star/x1.log", NULL, OPEN_R, ENOENT, NULL },
 	{ "W/star", NULL, STAT, 0, NULL },
 	{ "W/tilde.txt", NULL, OPEN_R, ENOENT, NULL },
+	/* directories in a row (jump_dirs()): each stop gives the one-by-one answer */
+	{ "W/j1/j2/j3/f.txt", NULL, OPEN_R, 0, "J" },
+	{ "j1//j2/./j3/f.txt", NULL, OPEN_R, 0, "J" },
+	{ "f.txt", "W/j1/j2/j3", OPEN_R, 0, "J" },
+	{ "W/j1/j2/j3/", NULL, STAT, 0, NULL },
+	{ "W/j1/j2/j3/.", NULL, STAT, 0, NULL },
+	{ "W/j1/j2/j3/..", NULL, STAT, 0, NULL },
+	{ "W/j1/j2/../j2/j3/f.txt", NULL, OPEN_R, 0, "J" },
+	{ "W/j1/j2/lsub/b.txt", NULL, OPEN_R, 0, "B" },
+	{ "W/j1/j2/lsub/.env", NULL, OPEN_R, ENOENT, NULL },
+	{ "W/j1/j2/lsub/deep/c.txt", NULL, OPEN_R, 0, "C" },
+	{ "W/j1/j2/j3/f.txt/x", NULL, STAT, ENOTDIR, NULL },
+	{ "W/j1/nothere/j3/f.txt", NULL, STAT, ENOENT, NULL },
+	{ "W/j1/hj/j3/f.txt", NULL, OPEN_R, ENOENT, NULL },
+	{ "W/j1/hj/j3/new", NULL, CREATE, EACCES, NULL },
+	{ "W/j1/j2/dn/in/x", NULL, OPEN_R, EACCES, NULL },
+	{ "W/j1/j2/dn/in/x", NULL, STAT, EACCES, NULL },
+	{ "W/j1/j2/r2/r.txt", NULL, OPEN_R, 0, "R2" },
+	{ "W/j1/j2/r2/r.txt", NULL, OPEN_W, EROFS, NULL },
+	{ "W/j1/j2/j3/new.txt", NULL, CREATE, 0, NULL },
+	{ "W/j1/j2/j3/newdir", NULL, MKDIR, 0, NULL },
+	{ "W/j1/j2/j3/newdir/x/y", NULL, STAT, ENOENT, NULL },
 	/* symlinks inside the view */
 	{ "W/lrel", NULL, OPEN_R, 0, "B" },
 	{ "W/lchain", NULL, OPEN_R, 0, "B" },
@@ -456,6 +495,11 @@ static void test_unnamespaced(void **state)
 	add(v, "ro-bind", "/proc");
 	add(v, "hide", "**/.env");
 	add(v, "hide", "**/*.pem");
+	add(v, "hide", "**/hj");
+	snprintf(a, sizeof(a), "%s/j1/j2/r2", ws);
+	add(v, "ro-bind", a);
+	snprintf(a, sizeof(a), "%s/j1/j2/dn", ws);
+	add(v, "deny", a);
 	add(v, "hide", "/proc/kcore");
 	add(v, "hide", "~/tilde.txt");
 	snprintf(a, sizeof(a), "%s/star/*.log", ws);
@@ -490,6 +534,10 @@ static void test_namespaced(void **state)
 	add(v, "tmpfs", "/tmp");
 	add(v, "hide", "**/.env");
 	add(v, "hide", "*.pem");
+	add(v, "hide", "**/hj");
+	snprintf(a, sizeof(a), "%s/ws/j1/j2/r2:/ws/j1/j2/r2", T);
+	add(v, "ro-bind", a);
+	add(v, "deny", "/ws/j1/j2/dn");
 	add(v, "hide", "/proc/kcore");
 	add(v, "hide", "~/tilde.txt");
 	add(v, "hide", "/ws/star/*.log");
