@@ -424,6 +424,7 @@ const char *sc_mode_name(enum sc_mode m)
 	static const char *const names[_SC_MODE_MAX] = {
 		[SC_MODE_NAMESPACED] = "namespaced",
 		[SC_MODE_NAMESPACED_NATIVE_WRITES] = "namespaced-native-writes",
+		[SC_MODE_NAMESPACED_NATIVE_WRITES_UNMARKED] = "namespaced-native-writes-unmarked",
 		[SC_MODE_NAMESPACED_CONTINUED] = "namespaced-continued-opens",
 		[SC_MODE_STRICT_HIDE] = "namespaced-strict-hide",
 		[SC_MODE_UNNAMESPACED] = "unnamespaced",
@@ -445,7 +446,8 @@ static json_t *mode_json(const struct sc_entry *e, enum sc_mode m)
 	switch ((enum sc_handling)e->handling) {
 	case SC_NOTIFY: {
 		/* a declaration may not follow a label before C23 (clang refuses it) */
-		bool nw = m == SC_MODE_NAMESPACED_NATIVE_WRITES;
+		bool nwu = m == SC_MODE_NAMESPACED_NATIVE_WRITES_UNMARKED;
+		bool nw = m == SC_MODE_NAMESPACED_NATIVE_WRITES || nwu;
 		bool ns = m == SC_MODE_NAMESPACED || m == SC_MODE_NAMESPACED_CONTINUED || nw;
 
 		if (ns && e->fast == SC_FAST_NATIVE)
@@ -454,6 +456,8 @@ static json_t *mode_json(const struct sc_entry *e, enum sc_mode m)
 			cls = "native", why = e->mode_note;
 		else if (e->continues)
 			cls = "continue-after-check";
+		else if (nwu && e->fast == SC_FAST_NATIVE_RO)
+			cls = "native-when-writing", why = e->mode_note;
 		else if (nw && e->fast == SC_FAST_NATIVE_RO)
 			cls = "native-unless-O_PATH", why = e->mode_note;
 		else if (m == SC_MODE_NAMESPACED && e->fast == SC_FAST_NATIVE_RO)

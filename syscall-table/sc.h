@@ -106,10 +106,12 @@ enum sc_access {
 /* What happens to one syscall in one mode, for `moat syscalls --json`. */
 /* namespaced: the stubs marked with fanotify (root started moat); native-writes: that,
  * and nothing asks for the change set (no --report, --audit, --cow, -v); continued-opens:
- * namespaced without those marks, or with --audit, where read-only opens are checked. */
+ * namespaced without those marks, or with --audit, where read-only opens are checked;
+ * native-writes-unmarked: without the marks, nothing asking for the change set. */
 enum sc_mode {
 	SC_MODE_NAMESPACED,
 	SC_MODE_NAMESPACED_NATIVE_WRITES,
+	SC_MODE_NAMESPACED_NATIVE_WRITES_UNMARKED,
 	SC_MODE_NAMESPACED_CONTINUED,
 	SC_MODE_STRICT_HIDE,
 	SC_MODE_UNNAMESPACED,

@@ -273,7 +273,7 @@ struct run {
 	 * (hand_over_exec()); its environment and cwd, to find the program as it would;
 	 * its pidfd, kept from the listener's arrival to seize it when no fd is given */
 	bool exec_fd, exec_handed;
-	/* SUP_FILTER_NATIVE_WRITE: no exec is trapped, so nothing holds the command at
+	/* SUP_FILTER_NATIVE_WRITE(_UNMARKED): no exec is trapped, so nothing holds the command at
 	 * its first one while we take its listener: it waits for SYNC_EXEC_FD instead. */
 	bool native_exec;
 	char **cmd_envp;
@@ -2163,8 +2163,14 @@ int sup_run(struct sup_opts *o)
 		 * none of them the kernel decides those calls as the table would: writable
 		 * only where a mount is read-write and Landlock grants it, the stubs bound
 		 * read-only (docs/threat-model.md, "Native creates"). */
-		if (fk == SUP_FILTER_NATIVE_OPEN && !o->audit_path && kernel_decides_writes(R)) {
-			fk = SUP_FILTER_NATIVE_WRITE;
+		if ((fk == SUP_FILTER_NATIVE_OPEN ||
+		     (fk == SUP_FILTER_NAMESPACED && R->ctx.continue_ro_opens)) &&
+		    !o->audit_path && kernel_decides_writes(R)) {
+			/* Without the stubs' marks (not root) read-only opens stay trapped,
+			 * to be checked and continued: the writes are the kernel's all the
+			 * same, its read-only binds refusing them on a stub */
+			fk = fk == SUP_FILTER_NATIVE_OPEN ? SUP_FILTER_NATIVE_WRITE
+							  : SUP_FILTER_NATIVE_WRITE_UNMARKED;
 			R->native_exec = true;
 			/* execs too: the comm a record names is no longer known to change */
 			atomic_store(&R->ctx.comm_nocache, true);
@@ -2211,9 +2217,10 @@ int sup_run(struct sup_opts *o)
 		 * opens stay emulated. */
 		/* The metadata the kernel answers must not show a hidden file either. */
 		plan.cover_globs = fk == SUP_FILTER_NAMESPACED || fk == SUP_FILTER_NATIVE_OPEN ||
-				   fk == SUP_FILTER_NATIVE_WRITE;
+				   fk == SUP_FILTER_NATIVE_WRITE ||
+				   fk == SUP_FILTER_NATIVE_WRITE_UNMARKED;
 		r = sup_filter_precompiled(fk, &plan.prog);
-		plan.native_writes = fk == SUP_FILTER_NATIVE_WRITE;
+		plan.kind = fk;
 	}
 	if (r < 0)
 		SETUP_FAIL(R, "cannot load the seccomp filter");

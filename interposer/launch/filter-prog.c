@@ -12,11 +12,12 @@
 #include "vfs.h"
 
 extern const struct sock_filter moat_filter_insns[], moat_filter_strict_insns[],
-	moat_filter_unns_insns[], moat_filter_nativeopen_insns[], moat_filter_nativewrite_insns[];
+	moat_filter_unns_insns[], moat_filter_nativeopen_insns[], moat_filter_nativewrite_insns[],
+	moat_filter_nativewrite_unmarked_insns[];
 extern const struct sock_filter moat_confine_insns[], moat_confine_umount_insns[];
 extern const unsigned short moat_confine_len, moat_confine_umount_len;
 extern const unsigned short moat_filter_len, moat_filter_strict_len, moat_filter_unns_len,
-	moat_filter_nativeopen_len, moat_filter_nativewrite_len;
+	moat_filter_nativeopen_len, moat_filter_nativewrite_len, moat_filter_nativewrite_unmarked_len;
 
 int sup_filter_precompiled(enum sup_filter_kind kind, struct sock_fprog *ret_prog)
 {
@@ -36,6 +37,10 @@ int sup_filter_precompiled(enum sup_filter_kind kind, struct sock_fprog *ret_pro
 		*ret_prog = (struct sock_fprog){ moat_filter_nativewrite_len,
 						 (struct sock_filter *)moat_filter_nativewrite_insns };
 		return 0;
+	case SUP_FILTER_NATIVE_WRITE_UNMARKED:
+		*ret_prog = (struct sock_fprog){ moat_filter_nativewrite_unmarked_len,
+						 (struct sock_filter *)moat_filter_nativewrite_unmarked_insns };
+		return 0;
 	case SUP_FILTER_UNNAMESPACED:
 		*ret_prog = (struct sock_fprog){ moat_filter_unns_len,
 						 (struct sock_filter *)moat_filter_unns_insns };
@@ -54,6 +59,15 @@ void sup_confine_precompiled(bool unmount, struct sock_fprog *ret_prog)
 	else
 		*ret_prog = (struct sock_fprog){ moat_confine_len,
 						 (struct sock_filter *)moat_confine_insns };
+}
+
+enum sup_filter_kind sup_filter_writes_trapped(enum sup_filter_kind kind)
+{
+	if (kind == SUP_FILTER_NATIVE_WRITE)
+		return SUP_FILTER_NATIVE_OPEN;
+	if (kind == SUP_FILTER_NATIVE_WRITE_UNMARKED)
+		return SUP_FILTER_NAMESPACED;
+	return kind;
 }
 
 /* The fast path needs a mount namespace that shows what the vfs shows, hidden content

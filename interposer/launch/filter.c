@@ -110,13 +110,18 @@ static bool refused_in(const struct sc_entry *e, enum sup_filter_kind kind)
 /* In this filter, a notify row runs natively: the mount namespace covers every hidden
  * or read-denied path (spawn.c), so the kernel's answer to a metadata call by name is
  * the policy's. */
+static bool native_writes_in(enum sup_filter_kind kind)
+{
+	return kind == SUP_FILTER_NATIVE_WRITE || kind == SUP_FILTER_NATIVE_WRITE_UNMARKED;
+}
+
 static bool native_in(const struct sc_entry *e, enum sup_filter_kind kind)
 {
 	/* creat() always creates: its set-id modes still go to the supervisor */
-	if (kind == SUP_FILTER_NATIVE_WRITE && e->fast == SC_FAST_NATIVE_W)
+	if (native_writes_in(kind) && e->fast == SC_FAST_NATIVE_W)
 		return e->id != SC_creat;
 	return (kind == SUP_FILTER_NAMESPACED || kind == SUP_FILTER_NATIVE_OPEN ||
-		kind == SUP_FILTER_NATIVE_WRITE) && e->fast == SC_FAST_NATIVE;
+		native_writes_in(kind)) && e->fast == SC_FAST_NATIVE;
 }
 
 /*
@@ -175,8 +180,25 @@ static int add_native_ro_rules(scmp_filter_ctx ctx, const struct sc_entry *e,
 				enum sup_filter_kind kind)
 {
 	return notify_on_bits(ctx, e, SC_ARG_OFLAGS, open_trapped_bits,
-			      kind == SUP_FILTER_NATIVE_WRITE ? OPEN_TRAPPED_BITS_WRITE
-							      : ELEMENTSOF(open_trapped_bits));
+			      native_writes_in(kind) ? OPEN_TRAPPED_BITS_WRITE
+						     : ELEMENTSOF(open_trapped_bits));
+}
+
+/* SUP_FILTER_NATIVE_WRITE_UNMARKED: a read-only open, none of the write bits above set,
+ * is trapped as well, to be checked and continued (no fanotify mark would report an
+ * open of a stub). */
+static int add_ro_open_rule(scmp_filter_ctx ctx, const struct sc_entry *e)
+{
+	uint64_t writes = 0;
+	int a = arg_of_kind(e, SC_ARG_OFLAGS);
+
+	if (a < 0)
+		return -EINVAL;
+	for (size_t i = OPEN_TRAPPED_BITS_WRITE; i < ELEMENTSOF(open_trapped_bits); i++)
+		writes |= open_trapped_bits[i];
+	return seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, e->nr, 1,
+				(struct scmp_arg_cmp){ .arg = (unsigned)a, .op = SCMP_CMP_MASKED_EQ,
+						       .datum_a = writes, .datum_b = 0 });
 }
 
 bool sup_filter_notifies(const struct sc_entry *e, enum sup_filter_kind kind)
@@ -451,12 +473,14 @@ int sup_filter_build(uint32_t arch, enum sup_filter_kind kind, struct sock_fprog
 			r = 0;
 			break;
 		case SC_NOTIFY:
-			if ((kind == SUP_FILTER_NATIVE_OPEN || kind == SUP_FILTER_NATIVE_WRITE) &&
+			if ((kind == SUP_FILTER_NATIVE_OPEN || native_writes_in(kind)) &&
 			    e->fast == SC_FAST_NATIVE_RO) {
 				r = add_native_ro_rules(ctx, e, kind);
-				if (r >= 0 && kind == SUP_FILTER_NATIVE_WRITE)
+				if (r >= 0 && native_writes_in(kind))
 					r = add_setid_mode_rules(ctx, e);
-			} else if (kind == SUP_FILTER_NATIVE_WRITE && e->id == SC_creat)
+				if (r >= 0 && kind == SUP_FILTER_NATIVE_WRITE_UNMARKED)
+					r = add_ro_open_rule(ctx, e);
+			} else if (native_writes_in(kind) && e->id == SC_creat)
 				r = add_setid_mode_rules(ctx, e);
 			else if (e->id == SC_sendto)
 				/* send() is sendto(fd, buf, len, flags, NULL, 0): with no

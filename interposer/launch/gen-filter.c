@@ -71,6 +71,7 @@ int main(int argc, char **argv)
 	    emit(f, "moat_filter_unns", SUP_FILTER_UNNAMESPACED) < 0 ||
 	    emit(f, "moat_filter_nativeopen", SUP_FILTER_NATIVE_OPEN) < 0 ||
 	    emit(f, "moat_filter_nativewrite", SUP_FILTER_NATIVE_WRITE) < 0 ||
+	    emit(f, "moat_filter_nativewrite_unmarked", SUP_FILTER_NATIVE_WRITE_UNMARKED) < 0 ||
 	    emit_confine(f, "moat_confine", false) < 0 ||
 	    emit_confine(f, "moat_confine_umount", true) < 0) {
 		fclose(f);

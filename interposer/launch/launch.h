@@ -105,11 +105,19 @@ enum sup_filter_kind {
 	                            creates, removes and links native: the
 	                            kernel's read-only mounts, the stubs' read-only binds and
 	                            Landlock decide them; for runs that ask for no change set */
+	SUP_FILTER_NATIVE_WRITE_UNMARKED, /* SUP_FILTER_NATIVE_WRITE where the stubs cannot be
+	                            marked (moat not started by root): read-only opens and
+	                            O_PATH stay trapped, checked and continued, so that an open
+	                            of a hidden path is still refused and reported */
 	_SUP_FILTER_MAX,
 };
 int sup_filter_build(uint32_t arch, enum sup_filter_kind kind, struct sock_fprog *ret_prog);
 int sup_filter_precompiled(enum sup_filter_kind kind, struct sock_fprog *ret_prog);
 enum sup_filter_kind sup_filter_kind_of(bool namespaced, bool strict_hide, const struct vfs *v);
+/* The filter a native-writes one gives way to where creates and removals must stay
+ * with moat (a hidden symlink, which no stub covers), its opens as they were: the kind
+ * itself for the others. */
+enum sup_filter_kind sup_filter_writes_trapped(enum sup_filter_kind kind);
 int sup_filter_install(const struct sock_fprog *prog, bool wait_killable);
 /* The syscalls whose pid argument the filter sends to the supervisor when it is not the
  * caller's own (derived from the table's argument kinds): dispatch's handle_pid_arg()

@@ -903,8 +903,8 @@ static int build_mount_ns(struct spawn_plan *p)
 	 * which refuses the name. The supervisor learns it from SYNC_MOUNTS_READY. */
 	if (mc.links && !p->cover_incomplete) {
 		p->cover_links = true;
-		if (p->native_writes) {
-			r = sup_filter_precompiled(SUP_FILTER_NATIVE_OPEN, &p->prog);
+		if (sup_filter_writes_trapped(p->kind) != p->kind) {
+			r = sup_filter_precompiled(sup_filter_writes_trapped(p->kind), &p->prog);
 			if (r < 0)
 				return r;
 		}

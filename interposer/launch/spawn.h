@@ -80,9 +80,10 @@ struct spawn_plan {
 	                           (landlock.h), and read-only opens in it are continued */
 	bool cover_incomplete;  /* the keeper: the covering went over its budget, so the
 	                           command gets the --strict-hide filter instead of prog */
-	bool native_writes;     /* prog is SUP_FILTER_NATIVE_WRITE */
+	enum sup_filter_kind kind; /* prog's */
 	bool cover_links;       /* the keeper: a hidden path is a symlink (cover_path()), so
-	                           a native-writes prog becomes SUP_FILTER_NATIVE_OPEN */
+	                           a native-writes prog gives way to
+	                           sup_filter_writes_trapped() */
 	struct sock_fprog prog;
 	int stubs_fd;           /* the keeper: for SYNC_STUBS */
 	const char *cover_cache_key; /* the covering's records across runs (vfs.h), or NULL */

@@ -230,6 +230,20 @@ static void test_native_ro_opens(void **state)
 	free(cont.filter);
 }
 
+/* A native create asking for a set-id mode goes to the supervisor, which drops the bits. */
+static void setid_creates_trapped(const struct sock_fprog *prog, uint32_t arch)
+{
+	struct seccomp_data d = { .nr = sc_by_id(arch, SC_openat)->nr, .arch = arch };
+
+	d.args[2] = O_WRONLY | O_CREAT;
+	d.args[3] = 0755;
+	assert_int_equal(run_bpf(prog, &d) & SECCOMP_RET_ACTION_FULL, SECCOMP_RET_ALLOW);
+	d.args[3] = 04755;
+	assert_int_equal(run_bpf(prog, &d) & SECCOMP_RET_ACTION_FULL, SECCOMP_RET_USER_NOTIF);
+	d.args[3] = 02755;
+	assert_int_equal(run_bpf(prog, &d) & SECCOMP_RET_ACTION_FULL, SECCOMP_RET_USER_NOTIF);
+}
+
 /* Where nothing asks for the change set, opens of any flags but O_PATH are native, and
  * so are mkdir, rmdir, unlink and exec; renames (they would carry a hidden path out from
  * under its rule), links and symlinks (a second name for a hidden name that does not
@@ -254,18 +268,7 @@ static void test_native_writes(void **state)
 		assert_int_equal(openat_action(&w, arch, native[i]), SECCOMP_RET_ALLOW);
 	for (size_t i = 0; i < sizeof(trapped) / sizeof(trapped[0]); i++)
 		assert_int_equal(openat_action(&w, arch, trapped[i]), SECCOMP_RET_USER_NOTIF);
-	/* a set-id create mode goes to the supervisor, which drops the bits */
-	{
-		struct seccomp_data d = { .nr = sc_by_id(arch, SC_openat)->nr, .arch = arch };
-
-		d.args[2] = O_WRONLY | O_CREAT;
-		d.args[3] = 0755;
-		assert_int_equal(run_bpf(&w, &d) & SECCOMP_RET_ACTION_FULL, SECCOMP_RET_ALLOW);
-		d.args[3] = 04755;
-		assert_int_equal(run_bpf(&w, &d) & SECCOMP_RET_ACTION_FULL, SECCOMP_RET_USER_NOTIF);
-		d.args[3] = 02755;
-		assert_int_equal(run_bpf(&w, &d) & SECCOMP_RET_ACTION_FULL, SECCOMP_RET_USER_NOTIF);
-	}
+	setid_creates_trapped(&w, arch);
 	for (size_t i = 0; i < sizeof(nat_ids) / sizeof(nat_ids[0]); i++) {
 		const struct sc_entry *e = sc_by_id(arch, nat_ids[i]);
 
@@ -276,6 +279,50 @@ static void test_native_writes(void **state)
 		assert_true(notified_by(&w, arch, sc_by_id(arch, kept_ids[i])));
 	free(w.filter);
 	free(o.filter);
+}
+
+/* Without the stubs' marks (moat not started by root) the writes are native as above,
+ * but a read-only open (none of the write bits, whatever else is set) and O_PATH stay
+ * trapped, to be checked and continued. A hidden symlink sends the command back to the
+ * filter that traps the writes, opens as they were. */
+static void test_native_writes_unmarked(void **state)
+{
+	uint32_t arch = sc_native_arch();
+	struct sock_fprog u = { 0 }, w = { 0 };
+	static const uint64_t native[] = { O_WRONLY, O_RDWR, O_RDWR | O_CREAT | O_TRUNC,
+					   O_CREAT | O_EXCL | O_CLOEXEC, O_RDONLY | O_TRUNC,
+					   O_RDONLY | O_CREAT, O_TMPFILE | O_RDWR,
+					   (1ull << 32) | O_WRONLY };
+	static const uint64_t trapped[] = { O_RDONLY, O_RDONLY | O_CLOEXEC | O_DIRECTORY,
+					    O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_LARGEFILE,
+					    O_EXCL | O_APPEND | O_DSYNC | O_NOATIME,
+					    (1ull << 32) | O_RDONLY, O_PATH, O_PATH | O_WRONLY,
+					    O_PATH | O_CLOEXEC | O_DIRECTORY };
+	static const int nat_ids[] = { SC_unlinkat, SC_mkdirat, SC_execve, SC_execveat };
+	static const int kept_ids[] = { SC_renameat2, SC_linkat, SC_symlinkat, SC_fchmodat,
+					SC_utimensat, SC_mknodat, SC_fchownat, SC_openat2, SC_chdir,
+					SC_connect };
+
+	(void)state;
+	assert_int_equal(sup_filter_build(arch, SUP_FILTER_NATIVE_WRITE_UNMARKED, &u), 0);
+	assert_int_equal(sup_filter_build(arch, SUP_FILTER_NATIVE_WRITE, &w), 0);
+	for (size_t i = 0; i < sizeof(native) / sizeof(native[0]); i++)
+		assert_int_equal(openat_action(&u, arch, native[i]), SECCOMP_RET_ALLOW);
+	for (size_t i = 0; i < sizeof(trapped) / sizeof(trapped[0]); i++)
+		assert_int_equal(openat_action(&u, arch, trapped[i]), SECCOMP_RET_USER_NOTIF);
+	setid_creates_trapped(&u, arch);
+	for (size_t i = 0; i < sizeof(nat_ids) / sizeof(nat_ids[0]); i++)
+		assert_false(notified_by(&u, arch, sc_by_id(arch, nat_ids[i])));
+	for (size_t i = 0; i < sizeof(kept_ids) / sizeof(kept_ids[0]); i++)
+		assert_true(notified_by(&u, arch, sc_by_id(arch, kept_ids[i])));
+	/* where the marks are, the read-only opens are native instead */
+	assert_int_equal(openat_action(&w, arch, O_RDONLY), SECCOMP_RET_ALLOW);
+	assert_int_equal(sup_filter_writes_trapped(SUP_FILTER_NATIVE_WRITE_UNMARKED),
+			 SUP_FILTER_NAMESPACED);
+	assert_int_equal(sup_filter_writes_trapped(SUP_FILTER_NATIVE_WRITE), SUP_FILTER_NATIVE_OPEN);
+	assert_int_equal(sup_filter_writes_trapped(SUP_FILTER_NAMESPACED), SUP_FILTER_NAMESPACED);
+	free(u.filter);
+	free(w.filter);
 }
 
 static uint32_t confine_action(const struct sock_fprog *p, long nr, uint64_t arg0)
@@ -390,6 +437,7 @@ int main(void)
 		cmocka_unit_test(test_modes),
 		cmocka_unit_test(test_native_ro_opens),
 		cmocka_unit_test(test_native_writes),
+		cmocka_unit_test(test_native_writes_unmarked),
 		cmocka_unit_test(test_confine),
 		cmocka_unit_test(test_unknown_numbers),
 	};

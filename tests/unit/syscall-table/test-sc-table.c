@@ -266,6 +266,8 @@ static void test_fast_path(void **state)
 	assert_int_equal(fast_of(AUDIT_ARCH_X86_64, "utimensat"), SC_FAST_SAME);
 	assert_int_equal(fast_of(AUDIT_ARCH_X86_64, "mknodat"), SC_FAST_SAME);
 	assert_string_equal(sc_mode_name(SC_MODE_NAMESPACED_NATIVE_WRITES), "namespaced-native-writes");
+	assert_string_equal(sc_mode_name(SC_MODE_NAMESPACED_NATIVE_WRITES_UNMARKED),
+			    "namespaced-native-writes-unmarked");
 	assert_string_equal(sc_mode_name(SC_MODE_STRICT_HIDE), "namespaced-strict-hide");
 	assert_string_equal(sc_mode_name(SC_MODE_NAMESPACED_CONTINUED), "namespaced-continued-opens");
 	assert_null(sc_mode_name(_SC_MODE_MAX));
