@@ -555,10 +555,11 @@ int sc_print_table(uint32_t audit_arch, bool json, void *file)
 		for (size_t i = 0; i < abi->count; i++) {
 			const struct sc_entry *e = &abi->table[i];
 			const char *en = e->deny_errno ? sc_errno_name(e->deny_errno) : NULL;
+			const char *hn = sc_handling_name(e->handling);
 			char cats[128];
 
 			fprintf(f, "%4d  %-24s %-7s %-8s %-18s %s\n", e->nr, e->name,
-				sc_handling_name(e->handling), en ? en : "-",
+				hn ? hn : "?", en ? en : "-",
 				sc_category_names(e->category, cats, sizeof(cats)), e->note);
 		}
 	}
