@@ -86,6 +86,11 @@ struct status {
 struct creds_thread {
 	bool ready;
 	bool acting;            /* effective capabilities are the caller's, not ours */
+	/* the effective set the thread holds, when known: a capset that would not change
+	 * it is left out (a supervisor started by a user who is not root holds none, as its
+	 * callers do); a change of fsuid across 0 changes it behind our back */
+	bool eff_known;
+	uint64_t eff;
 	uint32_t self_eff[2], self_prm[2], self_inh[2];
 	struct idset cur;       /* what the thread holds (caps: the caller's, while acting) */
 	struct {
@@ -116,13 +121,21 @@ static int set_effective(uint64_t eff)
 	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct d[2];
 
+	if (T->eff_known && T->eff == eff)
+		return 0;
 	for (int i = 0; i < 2; i++)
 		d[i] = (struct __user_cap_data_struct){
 			.effective = (uint32_t)(eff >> (32 * i)),
 			.permitted = T->self_prm[i],
 			.inheritable = T->self_inh[i],
 		};
-	return RET_NERRNO(syscall(SYS_capset, &h, d));
+	if (syscall(SYS_capset, &h, d) < 0) {
+		T->eff_known = false;
+		return negative_errno();
+	}
+	T->eff = eff;
+	T->eff_known = true;
+	return 0;
 }
 
 int creds_thread_init(void)
@@ -154,6 +167,8 @@ int creds_thread_init(void)
 	T->cur.umask = umask(0);
 	umask(T->cur.umask);
 	T->cur.caps = caps64(T->self_eff);
+	T->eff = caps64(T->self_eff);
+	T->eff_known = true;
 	for (size_t i = 0; i < STATUS_FDS; i++)
 		T->fds[i].fd = -1;
 	T->ready = true;
@@ -383,6 +398,7 @@ int creds_caller(pid_t tid, uint64_t id, unsigned flags)
 		}
 		if (fsuid != T->cur.fsuid) {
 			/* (this also changes the effective set when it crosses 0: set below) */
+			T->eff_known = false;
 			syscall(SYS_setfsuid, fsuid);
 			T->cur.fsuid = (uid_t)syscall(SYS_setfsuid, -1);
 			if (T->cur.fsuid != fsuid)

@@ -38,11 +38,13 @@
 /*
  * The run's credentials cannot change (the caller says so: sup_ctx.creds_fixed) and the
  * call needs no umask (it creates nothing): the ids, groups and capabilities of the last
- * status this thread read stand for this caller's, without a read (about 10 us here).
- * Why that holds: unnamespaced, the command drops every capability (bounding,
- * inheritable, permitted, effective, ambient) and sets no_new_privs before it installs
- * the filter, and no thread the filter covers can create a namespace (unshare, setns
- * and CLONE_NEW* are refused). Without CAP_SETUID or CAP_SETGID a thread may only move
+ * status this thread read stand for this caller's, without a read (the pread of a generated
+ * file and its parse: 3-5 us here, a quarter of the supervisor's time in an emulated chmod).
+ * Why that holds: in every run but the namespaced one root starts (whose root keeps
+ * CAP_SETUID and CAP_SETGID in its own user namespace), the command drops every
+ * capability (bounding, inheritable, permitted, effective, ambient) and sets
+ * no_new_privs before it installs the filter, and no thread the filter covers can
+ * create a namespace (unshare, setns and CLONE_NEW* are refused). Without CAP_SETUID or CAP_SETGID a thread may only move
  * its ids among its real, effective and saved ones, all one id when the run started
  * with one (the supervisor's own, checked at start-up), and it cannot set groups; with
  * no_new_privs and empty inheritable, bounding and ambient sets no exec gives any id or

@@ -54,10 +54,10 @@ struct sup_ctx {
 	 * mapping of /dev's parent), or unnamespaced, Landlock's read set holds none
 	 * (readset): a read-only open is continued after the check */
 	bool continue_ro_opens;
-	/* unnamespaced, started with one uid and one gid (real, effective, saved): every
-	 * thread the filter covers holds the same ids and groups, no capability and
-	 * no_new_privs for good (creds.h, CREDS_FIXED), so a call that needs no umask takes
-	 * them without reading its caller's status */
+	/* started with one uid and one gid (real, effective, saved), unnamespaced or by a
+	 * user who is not root: every thread the filter covers holds the same ids and
+	 * groups, no capability and no_new_privs for good (creds.h, CREDS_FIXED), so a call
+	 * that needs no umask takes them without reading its caller's status */
 	bool creds_fixed;
 	/* unnamespaced with continue_ro_opens: where Landlock grants reads (landlock.h); an
 	 * open is continued only when its object lies there */

@@ -164,9 +164,11 @@ static int deep_base(struct sup_call *c, int64_t dirfd, const char **ret)
 }
 
 /* CREDS_FIXED where the run's credentials cannot change (sup_ctx.creds_fixed) and the
- * call creates nothing, so that the caller's umask, the one credential it may still
- * change, plays no part: the stat family, access and readlink, and opens without O_CREAT
- * or O_TMPFILE. */
+ * caller's umask, the one credential it may still change, plays no part: every call by
+ * name that gives no new inode a mode (the stat family, access, readlink, statfs, links,
+ * symlinks, which the kernel makes 0777 whatever the umask, renames, removals, and the
+ * changes of mode, owner, times, size and xattrs), and opens without O_CREAT or
+ * O_TMPFILE. Not mkdir, mknod, creat, openat2 (its flags are in memory) or bind. */
 static unsigned fixed_creds(const struct sup_call *c)
 {
 	int flags;
@@ -176,7 +178,16 @@ static unsigned fixed_creds(const struct sup_call *c)
 	switch (c->e->id) {
 	case SC_stat: case SC_lstat: case SC_newfstatat: case SC_statx:
 	case SC_access: case SC_faccessat: case SC_faccessat2:
-	case SC_readlink: case SC_readlinkat:
+	case SC_readlink: case SC_readlinkat: case SC_statfs:
+	case SC_link: case SC_linkat: case SC_symlink: case SC_symlinkat:
+	case SC_rename: case SC_renameat: case SC_renameat2:
+	case SC_unlink: case SC_unlinkat: case SC_rmdir:
+	case SC_chmod: case SC_fchmodat: case SC_fchmodat2:
+	case SC_chown: case SC_lchown: case SC_fchownat:
+	case SC_utime: case SC_utimes: case SC_futimesat: case SC_utimensat:
+	case SC_truncate:
+	case SC_getxattr: case SC_lgetxattr: case SC_listxattr: case SC_llistxattr:
+	case SC_setxattr: case SC_lsetxattr: case SC_removexattr: case SC_lremovexattr:
 		return CREDS_FIXED;
 	case SC_open:
 		flags = (int)ARG(c, 1);

@@ -2031,7 +2031,11 @@ int sup_run(struct sup_opts *o)
 		break;
 	}
 	R->ctx.arch = sc_native_arch();
-	R->ctx.creds_fixed = !R->ctx.namespaced && one_id();
+	/* Credentials no thread of the run can change (creds.h, CREDS_FIXED): one id, and a
+	 * command that holds no capability in any set, which is every run but the namespaced
+	 * one root starts (its root keeps CAP_SETUID and CAP_SETGID to become other users:
+	 * drop_capabilities() in spawn.c). */
+	R->ctx.creds_fixed = one_id() && !(R->ctx.namespaced && getuid() == 0);
 #if MOAT_TEST_HOOKS
 	{
 		/* MOAT_TEST_NOTIFY_DELAY=MS:SYSCALL,SYSCALL (escape tests only) */

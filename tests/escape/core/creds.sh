@@ -7,7 +7,7 @@
 # is the reference (setpriv dropping every capability).
 . "$MOAT_SRC/tests/lib/tap.sh"
 
-plan 26
+plan 27
 [ "$(id -u)" = 0 ] || skip_all "needs root: the cases need files of several owners"
 command -v python3 >/dev/null || skip_all "python3 is needed"
 command -v setpriv >/dev/null || skip_all "setpriv (util-linux) is needed"
@@ -54,12 +54,16 @@ try:
     elif what == "umask":
         # stats between umask changes: what a create is given must be the umask of its
         # moment, not one a stat saw (creds.h, CREDS_FIXED)
+        # Links, renames and chmods take them too (they give no new inode a mode).
         for m, name in ((0o077, "u077"), (0o027, "u027"), (0o002, "u002")):
             os.umask(m)
             for _ in range(20):
                 os.stat(path)
                 os.access(path, os.R_OK)
             open(os.path.join(path, name), "w").close()
+            os.link(os.path.join(path, name), os.path.join(path, name + "l"))
+            os.rename(os.path.join(path, name + "l"), os.path.join(path, name + "r"))
+            os.chmod(os.path.join(path, name + "r"), os.stat(os.path.join(path, name)).st_mode)
             os.mkdir(os.path.join(path, name + "d"))
     elif what == "nodump":
         # non-dumpable: its /proc entries are root's and only a ptrace-capable reader
@@ -221,4 +225,24 @@ except OSError: print("none")' w/mine)
 		done
 	fi
 done
+
+# Started by 65534, namespaced: its sandbox holds that one id and no capability, so the
+# same shortcut applies (CREDS_FIXED), and the same umask check holds, with --report
+# making the creates moat's rather than the kernel's.
+NB=$TMP/nb
+rm -rf "$NB" && mkdir -p "$NB/w/um" "$NB/out" "$NB/home" && cp probe.py "$NB/w/" &&
+	chown -R 65534:65534 "$NB" && chmod 711 "$TMP"
+nb() { (cd "$NB/w" && setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$NB/home" \
+	"$MOAT" run -q --mode namespaced --report "$NB/out/r.json" -- "$@" 2>&1); }
+if ! nb true >/dev/null; then
+	skip "started by 65534: each create takes the umask of its moment" "moat started by 65534 cannot run here"
+else
+	out=$(nb python3 probe.py umask "$NB/w/um")
+	got=$(cd "$NB/w/um" && stat -c %n=%a u077 u077d u027 u027d u002 u002d 2>&1 | tr '\n' ' ')
+	made=$(grep -o '"[^"]*um/u0[0-9]*d\?"' "$NB/out/r.json" 2>/dev/null | sort -u | wc -l)
+	[ "$out" = ok ] && [ "$got" = "u077=600 u077d=700 u027=640 u027d=750 u002=664 u002d=775 " ] &&
+		[ "$made" = 6 ]
+	ok $? "started by 65534: each create takes the umask of its moment, stats and links between" \
+		"sandbox: $out; host: $got; creates in the report: $made"
+fi
 finish
