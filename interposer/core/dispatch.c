@@ -167,8 +167,8 @@ static int deep_base(struct sup_call *c, int64_t dirfd, const char **ret)
  * caller's umask, the one credential it may still change, plays no part: every call by
  * name that gives no new inode a mode (the stat family, access, readlink, statfs, links,
  * symlinks, which the kernel makes 0777 whatever the umask, renames, removals, and the
- * changes of mode, owner, times, size and xattrs), and opens without O_CREAT or
- * O_TMPFILE. Not mkdir, mknod, creat, openat2 (its flags are in memory) or bind. */
+ * changes of mode, owner, times, size and xattrs, by name or by fd), and opens without
+ * O_CREAT or O_TMPFILE. Not mkdir, mknod, creat, openat2 (its flags are in memory) or bind. */
 static unsigned fixed_creds(const struct sup_call *c)
 {
 	int flags;
@@ -188,6 +188,7 @@ static unsigned fixed_creds(const struct sup_call *c)
 	case SC_truncate:
 	case SC_getxattr: case SC_lgetxattr: case SC_listxattr: case SC_llistxattr:
 	case SC_setxattr: case SC_lsetxattr: case SC_removexattr: case SC_lremovexattr:
+	case SC_fchmod: case SC_fchown: case SC_fsetxattr: case SC_fremovexattr:
 		return CREDS_FIXED;
 	case SC_open:
 		flags = (int)ARG(c, 1);
@@ -1001,8 +1002,10 @@ static void handle_truncate(struct sup_call *c)
 }
 
 /* utime, utimes, futimesat, utimensat: normalise to utimensat's timespec pair. A NULL
- * path (futimens) names the fd: it is resolved through its /proc link to a path so the
- * same write rule applies (an fd opened read-only on a ro mapping must not set times). */
+ * path (futimens) names the fd: decided by its /proc link and performed on a copy of it,
+ * as fchmod is (fd_meta(): an fd opened read-only on a ro mapping must not set times). */
+static void fd_meta(struct sup_call *c, int tfd, const struct timespec *times);
+
 enum times_layout {
 	TIMES_TIMESPEC, /* utimensat: struct timespec[2] */
 	TIMES_TIMEVAL,  /* utimes/futimesat: struct timeval[2] */
@@ -1036,26 +1039,16 @@ static void handle_utimes(struct sup_call *c, int64_t dirfd, uint64_t path_addr,
 		tsp = ts;
 	}
 	if (path_addr == 0 && kind == TIMES_TIMESPEC) {
-		char proc[64];
-		ssize_t n;
-
-		snprintf(proc, sizeof(proc), "/proc/%d/fd/%d", c->tid, (int)dirfd);
-		n = readlink(proc, c->path, PATH_MAX - 1);
-		if (n < 0 || c->path[0] != '/')
-			return set_result(c, n < 0 ? -EBADF : -EACCES);
-		c->path[n] = '\0';
-		c->has_path = true;
-		if (!still_valid(c))
-			return set_result(c, -ESRCH);
-		r = make_caller(c, AT_FDCWD, c->path, base, &caller);
-		flags &= ~AT_SYMLINK_NOFOLLOW;
-	} else {
-		r = prep_path(c, dirfd, path_addr, c->path, base, &caller);
-		if (r < 0)
-			return;
+		/* futimens: the fd's file, as fchmod's (the kernel's do_utimes(): no flags, and
+		 * AT_FDCWD takes the path form, whose NULL name faults) */
+		if (dirfd == AT_FDCWD)
+			return set_result(c, -EFAULT);
+		if (flags)
+			return set_result(c, -EINVAL);
+		return fd_meta(c, (int)dirfd, tsp);
 	}
-	if (r < 0)
-		return set_result(c, r);
+	if (prep_path(c, dirfd, path_addr, c->path, base, &caller) < 0)
+		return;
 	set_result(c, vfs_utimensat(c->s->vfs, &caller, c->path, tsp, flags, &c->verdict));
 }
 
@@ -1105,7 +1098,8 @@ static bool is_memfd(int fd, const char *link, const struct stat *st)
 }
 
 /*
- * fchmod, fchown, fsetxattr, fremovexattr need only ownership of the file, not a fd
+ * fchmod, fchown, futimens, fsetxattr, fremovexattr need only ownership of the file (or,
+ * for futimens setting the time now, write permission), not a fd
  * opened for writing, so a file opened read-only from a read-only mapping could be
  * changed on the host in unnamespaced mode (no read-only mount in the way, and Landlock
  * has no right for it). The fd is taken from the caller once, and both the decision
@@ -1113,7 +1107,7 @@ static bool is_memfd(int fd, const char *link, const struct stat *st)
  * onto at any moment, the copy is ours. Its /proc link names where it is (the policy's
  * path), the copy what it is.
  */
-static void handle_fd_meta(struct sup_call *c)
+static void fd_meta(struct sup_call *c, int tfd, const struct timespec *times)
 {
 	char proc[64], name[XATTR_NAME_MAX + 1], value[65536];
 	_cleanup_close_ int fd = -1;
@@ -1137,7 +1131,7 @@ static void handle_fd_meta(struct sup_call *c)
 	}
 	if (!still_valid(c))
 		return set_result(c, -ESRCH);
-	fd = tracee_getfd(c, (int)ARG(c, 0));
+	fd = tracee_getfd(c, tfd);
 	if (fd < 0)
 		return set_result(c, fd);
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
@@ -1164,7 +1158,7 @@ static void handle_fd_meta(struct sup_call *c)
 			return set_result(c, r);
 	}
 	/* the act itself is the caller's: the kernel checks ownership and capabilities */
-	if ((r = creds_caller(c->tid, c->req->id, 0)) < 0)
+	if ((r = creds_caller(c->tid, c->req->id, fixed_creds(c))) < 0)
 		return set_result(c, r);
 	switch (c->e->id) {
 	case SC_fchmod:
@@ -1176,11 +1170,19 @@ static void handle_fd_meta(struct sup_call *c)
 	case SC_fsetxattr:
 		r = RET_NERRNO(fsetxattr(fd, name, value, size, (int)ARG(c, 4)));
 		break;
+	case SC_utimensat:
+		r = RET_NERRNO(futimens(fd, times));
+		break;
 	default:
 		r = RET_NERRNO(fremovexattr(fd, name));
 		break;
 	}
 	set_result(c, r);
+}
+
+static void handle_fd_meta(struct sup_call *c)
+{
+	fd_meta(c, (int)ARG(c, 0), NULL);
 }
 
 /* --- xattrs and inotify: resolved by the vfs, performed here on its O_PATH fd ------- */

@@ -21,6 +21,8 @@ try:
     elif op == "chmod": os.chmod(p, 0o777)
     elif op == "truncate": os.truncate(p, 0)
     elif op == "utime": os.utime(p, (0, 0))
+    elif op == "futimens": os.utime(os.open(p, os.O_RDONLY), (0, 0))
+    elif op == "fchmod": os.fchmod(os.open(p, os.O_RDONLY), 0o777)
     print("OK")
 except OSError as e:
     print(errno.errorcode[e.errno])
@@ -37,13 +39,13 @@ for mode in namespaced unnamespaced; do
 	before=$(cd "$RO" && ls -la --time-style=full-iso . && sha256sum keep.txt)
 
 	bad=""
-	for op in write append create unlink rename chmod truncate utime; do
+	for op in write append create unlink rename chmod truncate utime futimens fchmod; do
 		target="$RO/keep.txt"; [ $op = create ] && target="$RO/new.txt"
 		got=$(cd "$W" && "$MOAT" run -q --mode "$mode" --ro-bind "$RO" -- \
 			python3 -c "$PROBE" "$op" "$target" 2>&1)
 		case "$got" in EROFS|EACCES) ;; *) bad="$bad $op:$got" ;; esac
 	done
-	[ -z "$bad" ]; ok $? "$mode: write/append/create/unlink/rename/chmod/truncate/utime in a ro-bind get EROFS or EACCES" "$bad"
+	[ -z "$bad" ]; ok $? "$mode: write/append/create/unlink/rename/chmod/truncate/utime, and futimens and fchmod of an fd opened read-only, in a ro-bind get EROFS or EACCES" "$bad"
 	after=$(cd "$RO" && ls -la --time-style=full-iso . && sha256sum keep.txt)
 	[ "$before" = "$after" ]; ok $? "$mode: the ro-bound host directory is unchanged (listing, times, sha256)" \
 		"$(diff <(echo "$before") <(echo "$after"))"
