@@ -61,7 +61,7 @@ enum sc_category {
 /* What moat's seccomp filter does with the syscall. */
 enum sc_handling {
 	SC_NATIVE = 0, /* runs in the kernel at full speed */
-	SC_NOTIFY,     /* sent to the supervisor, which emulates, denies or (exec only) continues */
+	SC_NOTIFY,     /* sent to the supervisor, which emulates, denies or continues */
 	SC_DENY,       /* refused in the filter with deny_errno */
 	SC_KILL,       /* kills the process */
 	SC_ARGS,       /* native, but with argument checks in the filter (clone flags, ioctl

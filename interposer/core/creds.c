@@ -7,22 +7,23 @@
  * reader's user namespace: the supervisor reads them in its own, so in namespaced mode
  * the sandbox's ids arrive already mapped to host ids through the sandbox's uid_map and
  * gid_map. They are read on every call, through an fd kept per recent thread (bound to
- * its task, like the tracee cache's: a reused tid is opened afresh). A cache would need
- * an invalidation rule that is never late, and none is cheap enough to be worth it:
+ * its task, like the tracee cache's: a reused tid is opened afresh). A cache per caller
+ * would need an invalidation rule that is never late, and none is cheap enough:
  *   - ids, groups and capabilities change by the thread's own syscalls (the setuid
- *     family, setgroups, capset, prctl's capability options, and exec), which run
- *     natively; notifying them would not help either, since a CONTINUE lets the change
- *     happen after the answer, so a sibling's call read in between would store the old
- *     values as new;
+ *     family, setgroups, capset, prctl's capability options, and exec); a CONTINUE
+ *     lets the change happen after the answer, so a sibling's call read in between
+ *     would store the old values as new;
  *   - the umask belongs to the fs_struct that all the threads of a process (and vfork
  *     children) share: any of them changes it for the others with a native umask();
  *   - a stale value may grant more (an id or group the caller dropped, a smaller umask).
  * The read costs about as much as six trivial syscalls (pread of a generated file).
- * The one exception is a run in which none of that can happen (creds.h, CREDS_FIXED:
- * unnamespaced, started with one uid and one gid, every capability dropped and
- * no_new_privs before the filter): there a call that creates nothing takes the ids,
- * groups and capabilities of the status this thread read last, any caller's, since they
- * are all the same; the umask, which still changes, is read for every create.
+ * The exception is a run in which no thread holds other credentials than the first
+ * (creds.h, CREDS_FIXED): started with one uid and one gid, and either no capability
+ * left to change them with, or (the namespaced root) every change notified, the first
+ * one ending the exception for the whole run before it happens. There a call that sets
+ * no mode takes the ids, groups and capabilities of the status this thread read last,
+ * any caller's, since they are all the same; the umask, which still changes, is read
+ * for every create.
  *
  * Capabilities: the caller's effective set (or, for access(2), what the kernel would use)
  * intersected with the ones that govern file access, and never more than we hold.
@@ -316,13 +317,22 @@ static bool same_groups(const struct status *st)
 	       memcmp(st->groups, T->cur.groups, (size_t)st->ngroups * sizeof(gid_t)) == 0;
 }
 
-/* Credentials no thread can change (creds.h, CREDS_FIXED): one uid, one gid, no
- * capability in any set, no_new_privs. */
+/* The capabilities a CREDS_FIXED status may show: none, or the namespaced root's. */
+static uint64_t fixed_allowed;
+
+void creds_fixed_caps(uint64_t allowed)
+{
+	fixed_allowed = allowed & ~FILE_CAPS;
+}
+
+/* Credentials no thread can change unseen (creds.h, CREDS_FIXED): one uid, one gid, no
+ * capability in any set but the allowed ones, no_new_privs. */
 static bool fixed_shape(const struct status *st)
 {
 	return st->uid[0] == st->uid[1] && st->uid[0] == st->uid[2] && st->uid[0] == st->uid[3] &&
 	       st->gid[0] == st->gid[1] && st->gid[0] == st->gid[2] && st->gid[0] == st->gid[3] &&
-	       !st->cap_prm && !st->cap_eff && !st->cap_inh && !st->cap_bnd && !st->cap_amb &&
+	       !(st->cap_prm & ~fixed_allowed) && !(st->cap_eff & ~fixed_allowed) &&
+	       !st->cap_inh && !(st->cap_bnd & ~fixed_allowed) && !st->cap_amb &&
 	       st->no_new_privs;
 }
 

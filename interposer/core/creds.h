@@ -40,19 +40,29 @@
  * call needs no umask (it creates nothing): the ids, groups and capabilities of the last
  * status this thread read stand for this caller's, without a read (the pread of a generated
  * file and its parse: 3-5 us here, a quarter of the supervisor's time in an emulated chmod).
- * Why that holds: in every run but the namespaced one root starts (whose root keeps
- * CAP_SETUID and CAP_SETGID in its own user namespace), the command drops every
- * capability (bounding, inheritable, permitted, effective, ambient) and sets
- * no_new_privs before it installs the filter, and no thread the filter covers can
- * create a namespace (unshare, setns and CLONE_NEW* are refused). Without CAP_SETUID or CAP_SETGID a thread may only move
- * its ids among its real, effective and saved ones, all one id when the run started
- * with one (the supervisor's own, checked at start-up), and it cannot set groups; with
- * no_new_privs and empty inheritable, bounding and ambient sets no exec gives any id or
- * capability. So every thread that can notify holds what the first one held. Each
- * status the thread does read is checked to match that shape and the ids it read
- * before; the first that does not ends the shortcut for the thread.
+ * Why that holds. The command drops every capability (bounding, inheritable, permitted,
+ * effective, ambient) but, namespaced and started by root, CAP_SETUID, CAP_SETGID and
+ * CAP_KILL, and sets no_new_privs before it installs the filter; no thread the filter
+ * covers can create a namespace (unshare, setns and CLONE_NEW* are refused). Without
+ * CAP_SETUID or CAP_SETGID a thread may only move its ids among its real, effective and
+ * saved ones, all one id when the run started with one (the supervisor's own, checked
+ * at start-up), and it cannot set groups; with them (the namespaced root) it changes
+ * its ids or groups only by the setuid family or setgroups, which the filter notifies:
+ * the first one clears sup_ctx.creds_fixed before it is let through (dispatch.c
+ * handle_setid()). No exec gives any id (no_new_privs), and none of the capabilities
+ * that govern file access (FILE_CAPS below) can ever be held: they are in no bounding
+ * set, so capset, which is not notified, changes nothing the supervisor would take. So
+ * every thread that can notify holds, for what the supervisor takes of it, what the
+ * first one held. Each status the thread does read is checked to match that shape and
+ * the ids it read before; the first that does not ends the shortcut for the thread.
  */
 #define CREDS_FIXED (1u << 1)
+/* What the namespaced root keeps (spawn.c drop_capabilities()): a CREDS_FIXED status may
+ * show these, and no other, when creds_fixed_caps() was given them. */
+#define CREDS_SETID_CAPS                                                                      \
+	((1ull << CAP_SETUID) | (1ull << CAP_SETGID) | (1ull << CAP_KILL))
+/* Before any notifier thread starts: the capabilities a CREDS_FIXED status may hold. */
+void creds_fixed_caps(uint64_t allowed);
 
 /* Once per notifier thread, before it serves anything: own fs_struct (umask), own
  * credentials recorded. -errno: the thread must not serve (it could only act as us). */

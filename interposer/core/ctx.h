@@ -54,11 +54,13 @@ struct sup_ctx {
 	 * mapping of /dev's parent), or unnamespaced, Landlock's read set holds none
 	 * (readset): a read-only open is continued after the check */
 	bool continue_ro_opens;
-	/* started with one uid and one gid (real, effective, saved), unnamespaced or by a
-	 * user who is not root: every thread the filter covers holds the same ids and
-	 * groups, no capability and no_new_privs for good (creds.h, CREDS_FIXED), so a call
-	 * that needs no umask takes them without reading its caller's status */
-	bool creds_fixed;
+	/* started with one uid and one gid (real, effective, saved): every thread the
+	 * filter covers holds the same ids and groups and no capability that governs file
+	 * access (creds.h, CREDS_FIXED), so a call that needs no umask takes them without
+	 * reading its caller's status. For good where the command holds no capability;
+	 * namespaced, started by root, until a thread asks to change its ids or groups
+	 * (handle_setid() clears it before letting the call through) */
+	atomic_bool creds_fixed;
 	/* unnamespaced with continue_ro_opens: where Landlock grants reads (landlock.h); an
 	 * open is continued only when its object lies there */
 	const struct ll_readset *readset;

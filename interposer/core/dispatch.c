@@ -173,7 +173,7 @@ static unsigned fixed_creds(const struct sup_call *c)
 {
 	int flags;
 
-	if (!c->s->creds_fixed)
+	if (!atomic_load(&c->s->creds_fixed))
 		return 0;
 	switch (c->e->id) {
 	case SC_stat: case SC_lstat: case SC_newfstatat: case SC_statx:
@@ -1488,6 +1488,21 @@ static void handle_personality(struct sup_call *c)
 	deny(c, EPERM, "personality other than PER_LINUX is refused");
 }
 
+/*
+ * The setuid family and setgroups: the caller changes its own ids or groups, which only
+ * the namespaced root may (it keeps CAP_SETUID and CAP_SETGID). From now on every call
+ * reads its caller's credentials (creds.h, CREDS_FIXED): the flag goes before the call
+ * is let through, so any call of this thread after the change, which can only come after
+ * this answer, finds it cleared. The other threads keep what they hold until they change
+ * it themselves (a thread's credentials are its own; libc's setuid() has each thread
+ * make the call).
+ */
+static void handle_setid(struct sup_call *c)
+{
+	atomic_store(&c->s->creds_fixed, false);
+	c->outcome = CALL_CONTINUE;
+}
+
 /* The filter notifies prctl only for PR_SET_NAME (register values, nothing to decide):
  * it is let through, and the audit reads the thread's comm afresh from now on. */
 static void handle_prctl(struct sup_call *c)
@@ -1804,6 +1819,15 @@ static sc_handler *const handlers[_SC_ID_MAX] = {
 	[SC_execveat] = sc_execveat,
 	[SC_prctl] = handle_prctl,
 	[SC_personality] = handle_personality,
+	[SC_setuid] = handle_setid,
+	[SC_setgid] = handle_setid,
+	[SC_setreuid] = handle_setid,
+	[SC_setregid] = handle_setid,
+	[SC_setresuid] = handle_setid,
+	[SC_setresgid] = handle_setid,
+	[SC_setfsuid] = handle_setid,
+	[SC_setfsgid] = handle_setid,
+	[SC_setgroups] = handle_setid,
 	[SC_connect] = sc_net,
 	[SC_bind] = sc_net,
 	[SC_listen] = sc_net,

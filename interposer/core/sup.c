@@ -2032,10 +2032,11 @@ int sup_run(struct sup_opts *o)
 	}
 	R->ctx.arch = sc_native_arch();
 	/* Credentials no thread of the run can change (creds.h, CREDS_FIXED): one id, and a
-	 * command that holds no capability in any set, which is every run but the namespaced
-	 * one root starts (its root keeps CAP_SETUID and CAP_SETGID to become other users:
-	 * drop_capabilities() in spawn.c). */
-	R->ctx.creds_fixed = one_id() && !(R->ctx.namespaced && getuid() == 0);
+	 * command that holds no capability in any set, or, namespaced and started by root,
+	 * only CAP_SETUID, CAP_SETGID and CAP_KILL (drop_capabilities() in spawn.c), until
+	 * a thread changes its ids or groups (handle_setid()). */
+	atomic_store(&R->ctx.creds_fixed, one_id());
+	creds_fixed_caps(R->ctx.namespaced && getuid() == 0 ? CREDS_SETID_CAPS : 0);
 #if MOAT_TEST_HOOKS
 	{
 		/* MOAT_TEST_NOTIFY_DELAY=MS:SYSCALL,SYSCALL (escape tests only) */

@@ -113,8 +113,11 @@ def parse(path):
                 raise CsvError("%s: handling %s needs an errno name, got %r" % (where, h, e))
         elif e != "":
             raise CsvError("%s: errno %r given for handling %s" % (where, e, h))
-        if h == "notify" and not NOTIFY_KINDS & set(kinds):
-            raise CsvError("%s: notify row without a path, sockaddr or fd argument" % where)
+        # a call that names nothing is notified only to be let through, for the
+        # supervisor's own bookkeeping (the setuid family: creds.h CREDS_FIXED)
+        if h == "notify" and not NOTIFY_KINDS & set(kinds) and r["continues"] != "yes":
+            raise CsvError("%s: notify row without a path, sockaddr or fd argument, "
+                           "and not let through (continues)" % where)
         if r["unns"] not in UNNS or r["fast"] not in FAST or r["continues"] not in ("", "yes"):
             raise CsvError("%s: bad unns/fast/continues value" % where)
         if r["fast"] and h != "notify":

@@ -7,7 +7,7 @@
 # is the reference (setpriv dropping every capability).
 . "$MOAT_SRC/tests/lib/tap.sh"
 
-plan 27
+plan 29
 [ "$(id -u)" = 0 ] || skip_all "needs root: the cases need files of several owners"
 command -v python3 >/dev/null || skip_all "python3 is needed"
 command -v setpriv >/dev/null || skip_all "setpriv (util-linux) is needed"
@@ -216,11 +216,21 @@ except OSError: print("none")' w/mine)
 			python3 probe.py nodump "$PWD/w")
 		[ "$out" = ok ]
 		ok $? "$mode: a non-dumpable 65534 opens and stats files by path and by dirfd" "sandbox: $out"
+
+		# The run's credentials are taken as fixed until a thread changes its ids
+		# (creds.h, CREDS_FIXED; setresuid is notified and ends it): root's chmods
+		# first, so that the notifier thread holds root's status, then 65534's, which
+		# must be decided as 65534's.
+		out=$(in_sandbox $mode sh -c 'for i in 1 2 3 4 5; do chmod 755 mine; done
+			exec setpriv --reuid=65534 --regid=65534 --clear-groups python3 probe.py chmod rootonly')
+		[ "$out" = "Operation not permitted" ] && [ "$(stat -c %a w/rootonly)" = 600 ]
+		ok $? "$mode: after root's calls, 65534 (setpriv) cannot chmod root's file" \
+			"sandbox: $out; host: $(stat -c %a w/rootonly)"
 	else
 		out=$(in_sandbox $mode python3 probe.py nodump "$PWD/w")
 		[ "$out" = ok ]
 		ok $? "$mode: a non-dumpable caller opens and stats files by path and by dirfd" "sandbox: $out"
-		for c in create-closed read-rootonly create-owner; do
+		for c in create-closed read-rootonly create-owner setid-after-root; do
 			skip "$mode: 65534 case $c" "unnamespaced mode has no other ids to take"
 		done
 	fi

@@ -86,7 +86,8 @@ static void test_entries_well_formed(void **state)
 		}
 }
 
-/* The supervisor must have something to act on: a name, an address or an fd. */
+/* The supervisor must have something to act on: a name, an address or an fd, but for a
+ * call it only lets through, notified for its own bookkeeping (the setuid family). */
 static void test_notify_has_object(void **state)
 {
 	size_t notified = 0;
@@ -102,9 +103,9 @@ static void test_notify_has_object(void **state)
 			for (size_t k = 0; k < e->nargs; k++)
 				found |= e->arg[k] == SC_ARG_PATH || e->arg[k] == SC_ARG_SOCKADDR ||
 					 e->arg[k] == SC_ARG_FD || e->arg[k] == SC_ARG_DIRFD;
-			if (!found)
+			if (!found && !e->continues)
 				print_error("%s: notify without path/sockaddr/fd\n", e->name);
-			assert_true(found);
+			assert_true(found || e->continues);
 		}
 	assert_true(notified > 50);
 }
