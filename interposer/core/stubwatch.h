@@ -17,7 +17,8 @@
  * namespace; -errno when it cannot be had: opens then stay trapped and continued),
  * stubwatch_mark() when the keeper passes the stubs (SYNC_STUBS), stubwatch_start()
  * once the context is complete, stubwatch_stop() at teardown, after the sandbox is
- * killed (answers whatever is still queued, then closes). Every event is answered and
+ * killed (answers whatever is still queued, removes the marks), stubwatch_release() at
+ * the end of it (closes the groups). Every event is answered and
  * its fd closed, on every path. The marks are for the report only: a stub holds nothing,
  * so an open the kernel let through (the group closed, say) finds an empty file.
  */
@@ -60,6 +61,9 @@ int stubwatch_start(struct stubwatch *w, struct sup_ctx *s);
 void stubwatch_expect(struct sup_ctx *s, pid_t tid);
 void stubwatch_forget(struct sup_ctx *s, pid_t tid);
 void stubwatch_stop(struct stubwatch *w);
+/* After stubwatch_stop(), as late in the teardown as may be: the groups closed (their
+ * marks went in stubwatch_stop(); the close waits for the grace period that follows). */
+void stubwatch_release(struct stubwatch *w);
 
 /*
  * --audit with read-only opens native (root only, as the marks on the stubs): a second

@@ -2456,6 +2456,7 @@ int sup_run(struct sup_opts *o)
 	sup_net_free(&R->ctx); /* first: its waiters answer on the listener */
 	safe_close(R->ctx.listener);
 	R->ctx.readset = R->readset = ll_readset_free(R->readset);
+	stubwatch_release(&R->stubs);
 
 	return status;
 }
