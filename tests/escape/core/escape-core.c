@@ -480,11 +480,10 @@ static int case_pvm_read(void)
 	return say("HELD", "process_vm_readv of the parent: %s", strerrorname_np(res[1]));
 }
 
-/* Creates DIR/f.N for N = 0, 1, ... every 10 ms, forever. Used to see from
- * outside that nothing is created once the supervisor is gone. The marker
- * argument only makes this process easy to find with pgrep. */
-/* A new name every 10 ms through a call every filter notifies: symlink (creates by open
- * are the kernel's where nothing asks for the change set). */
+/* Makes DIR/f.N for N = 0, 1, ... every 10 ms, forever, through a call every filter
+ * notifies (symlink: a create by open is the kernel's where nothing asks for the change
+ * set). Used to see from outside that no notified call goes through once the supervisor
+ * is gone. The marker argument only makes this process easy to find with pgrep. */
 static int case_loop_files(const char *dir, const char *marker)
 {
 	(void)marker;
