@@ -87,6 +87,8 @@ void stubwatch_release(struct stubwatch *w);
  */
 #define STUBWATCH_PACE_HIGH (256u << 10) /* bytes of queued events: about 10 000 opens */
 #define STUBWATCH_PACE_LOW (32u << 10)
+/* how long the recorder lets open events gather while they keep coming (stubwatch.c) */
+#define STUBWATCH_BATCH_MS 2
 /* Opens of procfs, which takes no permission mark, are not paced: a backlog past this
  * (about 170 000 events) stops the run. */
 #define STUBWATCH_BACKLOG_MAX (4u << 20)
