@@ -425,15 +425,23 @@ static void recorder_forget(struct stubwatch *w)
 /*
  * The last close of a fanotify group waits for a grace period after its marks are gone
  * (fsnotify_wait_marks_destroyed()): 10-20 ms on a paravirtualised VM, paid once per
- * group at the end of every run that has one. The marks of both groups are flushed
- * first, so that the first close waits for both and the second finds nothing left.
+ * group at the end of every run that has one. The marks are flushed first, at stop, so
+ * that the grace period passes during the rest of the teardown. The stubs' group holds
+ * inode marks; the opens' group mount marks, whose flush takes CAP_SYS_ADMIN as placing
+ * them did (without it, EPERM: they stayed until the close, which then waited for all).
  */
-static void flush_marks(int fan)
+static void flush_marks(struct stubwatch *w)
 {
-	if (fan < 0)
+	struct creds_raised raised;
+
+	if (w->fan >= 0)
+		(void)fanotify_mark(w->fan, FAN_MARK_FLUSH, 0, AT_FDCWD, NULL);
+	if (w->opens < 0)
 		return;
-	(void)fanotify_mark(fan, FAN_MARK_FLUSH, 0, AT_FDCWD, NULL);
-	(void)fanotify_mark(fan, FAN_MARK_FLUSH | FAN_MARK_MOUNT, 0, AT_FDCWD, NULL);
+	(void)creds_raise(1ull << CAP_SYS_ADMIN, &raised);
+	if (fanotify_mark(w->opens, FAN_MARK_FLUSH | FAN_MARK_MOUNT, 0, AT_FDCWD, NULL) < 0)
+		log_debug("open events: marks not flushed: %s", strerror(errno));
+	creds_lower(&raised, "the flush of the open events' marks");
 }
 
 void stubwatch_stop(struct stubwatch *w)
@@ -457,8 +465,7 @@ void stubwatch_stop(struct stubwatch *w)
 	}
 	/* The groups themselves go in stubwatch_release(), at the end of the teardown: the
 	 * grace period their marks' removal waits for passes meanwhile. */
-	flush_marks(w->fan);
-	flush_marks(w->opens);
+	flush_marks(w);
 	recorder_forget(w);
 	w->stop = safe_close(w->stop);
 }
