@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,26 +62,54 @@ int stubwatch_mark(struct stubwatch *w, int dirfd)
 	return 0;
 }
 
-/* The syscall the thread waits in (the first field of /proc/<tid>/syscall) and its
- * user-space pc (the last); openat and 0 when it cannot be read: gone, or "running" (a
- * killed thread on its way out). */
-static const struct sc_entry *syscall_of(const struct sup_ctx *s, pid_t tid, uint64_t *pc)
+/* The syscall the thread waits in (the first field of /proc/<tid>/syscall), its
+ * user-space sp and pc (the last two); openat and 0 when it cannot be read: gone, or
+ * "running" (a killed thread on its way out). A thread waiting for our answer to its
+ * permission event reads as "running" too while it is awake: between queueing the event
+ * and going to sleep (we may read the event first, the more so when it is preempted
+ * there), and when any answer written to the group wakes all its waiters, each looking
+ * for its own. It cannot leave the call before we answer, so "running" is asked again
+ * for up to STUBWATCH_RUNNING_NS (10 ms left 2 of 600 such denials without a stack on a
+ * loaded machine), and the stack is taken with this read's sp, not a read of its own. */
+static const struct sc_entry *syscall_of(const struct stubwatch *w, pid_t tid, uint64_t *sp,
+					 uint64_t *pc)
 {
+	const struct sup_ctx *s = w->s;
+	uint64_t give_up = now_mono_ns() + STUBWATCH_RUNNING_NS;
 	char p[64], buf[256], *last;
 	_cleanup_close_ int fd = -1;
 	const struct sc_entry *e = NULL;
-	ssize_t n;
+	ssize_t n = -1;
 
-	*pc = 0;
+	*sp = *pc = 0;
 	snprintf(p, sizeof(p), "/proc/%d/syscall", tid);
 	fd = open(p, O_RDONLY | O_CLOEXEC);
-	n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	for (int attempt = 0; fd >= 0; attempt++) {
+		struct pollfd stop = { .fd = w->stop, .events = POLLIN };
+
+		n = pread(fd, buf, sizeof(buf) - 1, 0);
+		if (n <= 0 || (buf[0] >= '0' && buf[0] <= '9'))
+			break;
+		/* preempted on its way to sleep, on a loaded machine: the run's end (its
+		 * threads killed, maybe this one) does not wait */
+		if (now_mono_ns() > give_up || poll(&stop, 1, 0) > 0)
+			break;
+		if (attempt < 5)
+			sched_yield();
+		else
+			usleep(200);
+	}
 	if (n > 0 && buf[0] >= '0' && buf[0] <= '9') {
 		buf[n] = '\0';
 		e = sc_lookup(s->arch, (int)strtol(buf, NULL, 10));
 		last = strrchr(buf, ' ');
-		if (last)
+		if (last) {
 			*pc = strtoull(last + 1, NULL, 16);
+			*last = '\0';
+			last = strrchr(buf, ' ');
+			if (last)
+				*sp = strtoull(last + 1, NULL, 16);
+		}
 	}
 	return e ? e : sc_by_id(s->arch, SC_openat);
 }
@@ -166,14 +195,14 @@ static void on_event(struct stubwatch *w, const struct fanotify_event_metadata *
 	char link[64], vpath[PATH_MAX];
 	struct audit_frame frames[32];
 	char strings[8192];
-	uint64_t pc = 0;
+	uint64_t sp = 0, pc = 0;
 	size_t n_stack = 0;
 	ssize_t n;
 
 	if (md->fd < 0)
 		return; /* FAN_Q_OVERFLOW: nothing waits on it */
 	if (w->s)
-		e = syscall_of(w->s, md->pid, &pc);
+		e = syscall_of(w, md->pid, &sp, &pc);
 	/* With -v the supervisor reported it before it continued the open. Asked while
 	 * the opener waits: its next open, trapped, clears what is left. */
 	if (e && w->s->continue_denied_opens && take_expected(w->s, md->pid))
@@ -185,7 +214,7 @@ static void on_event(struct stubwatch *w, const struct fanotify_event_metadata *
 	 * waits in one of them for this very thread; such a denial has no stack. */
 	if (e && pc && w->s->audit && (md->mask & FAN_ALL_PERM_EVENTS) && !w->perm_left &&
 	    audit_wants_stacks(w->s->audit, AUDIT_DENIED)) {
-		int k = audit_stack_capture(md->pid, md->pid, pc, 0, AUDIT_STACK_SCAN, frames,
+		int k = audit_stack_capture(md->pid, md->pid, pc, sp, AUDIT_STACK_SCAN, frames,
 					    ELEMENTSOF(frames), strings, sizeof(strings));
 
 		n_stack = k > 0 ? (size_t)k : 0;

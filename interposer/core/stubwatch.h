@@ -87,6 +87,8 @@ void stubwatch_release(struct stubwatch *w);
  */
 #define STUBWATCH_PACE_HIGH (256u << 10) /* bytes of queued events: about 10 000 opens */
 #define STUBWATCH_PACE_LOW (32u << 10)
+/* how long a denied opener that reads as "running" is asked again (stubwatch.c) */
+#define STUBWATCH_RUNNING_NS (100ull * 1000 * 1000)
 /* how long the recorder lets open events gather while they keep coming (stubwatch.c) */
 #define STUBWATCH_BATCH_MS 2
 /* Opens of procfs, which takes no permission mark, are not paced: a backlog past this
