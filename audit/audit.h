@@ -327,6 +327,10 @@ enum audit_stack_method {
  * thread waits, or 0 to read it there). Strings (module, build-id, symbol) are written
  * into strbuf. Returns the number of frames or a negative errno. See SCHEMA.md for the
  * methods and their cost. */
+/* /proc/<tid>/syscall: the syscall the thread is blocked in (-1: blocked outside one),
+ * its user-space sp and pc (any pointer may be NULL). -EAGAIN while it is not blocked
+ * ("running"), another -errno when it cannot be read (gone). */
+int audit_thread_syscall(pid_t tid, long *ret_nr, uint64_t *ret_sp, uint64_t *ret_pc);
 int audit_stack_capture(pid_t pid, pid_t tid, uint64_t ip, uint64_t sp,
 			enum audit_stack_method method, struct audit_frame *frames, size_t max,
 			char *strbuf, size_t strbuf_len);

@@ -537,28 +537,48 @@ static bool after_call(pid_t pid, uint64_t ret)
 #endif
 }
 
-static int read_sp(pid_t tid, uint64_t *sp)
+int audit_thread_syscall(pid_t tid, long *ret_nr, uint64_t *ret_sp, uint64_t *ret_pc)
 {
-	_cleanup_fclose_ FILE *f = NULL;
 	char path[64], line[512], *last, *prev;
+	_cleanup_close_ int fd = -1;
+	ssize_t n;
 
 	snprintf(path, sizeof(path), "/proc/%d/syscall", tid);
-	f = fopen(path, "re");
-	if (!f)
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
 		return -errno;
-	if (!fgets(line, sizeof(line), f))
-		return -EIO;
-	/* "nr a0 .. a5 sp pc" while blocked in a syscall; "running" or "-1 sp pc" else. */
+	n = read(fd, line, sizeof(line) - 1);
+	if (n <= 0)
+		return n < 0 ? -errno : -EIO;
+	line[n] = '\0';
+	/* "nr a0 .. a5 sp pc" while blocked in a syscall; "-1 sp pc" blocked elsewhere;
+	 * "running" while not blocked */
+	if (line[0] != '-' && (line[0] < '0' || line[0] > '9'))
+		return -EAGAIN;
 	line[strcspn(line, "\n")] = '\0';
 	last = strrchr(line, ' ');
 	if (!last)
-		return -EAGAIN;
+		return -EIO;
 	*last = '\0';
 	prev = strrchr(line, ' ');
 	if (!prev)
+		return -EIO;
+	if (ret_nr)
+		*ret_nr = strtol(line, NULL, 10);
+	if (ret_sp)
+		*ret_sp = strtoull(prev + 1, NULL, 16);
+	if (ret_pc)
+		*ret_pc = strtoull(last + 1, NULL, 16);
+	return 0;
+}
+
+static int read_sp(pid_t tid, uint64_t *sp)
+{
+	int r = audit_thread_syscall(tid, NULL, sp, NULL);
+
+	if (r == -EIO)
 		return -EAGAIN;
-	*sp = strtoull(prev + 1, NULL, 16);
-	return *sp ? 0 : -EAGAIN;
+	return r < 0 ? r : *sp ? 0 : -EAGAIN;
 }
 
 static int capture_scan(pid_t pid, pid_t tid, uint64_t ip, uint64_t sp, const struct maps *m,

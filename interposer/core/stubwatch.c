@@ -74,44 +74,29 @@ int stubwatch_mark(struct stubwatch *w, int dirfd)
 static const struct sc_entry *syscall_of(const struct stubwatch *w, pid_t tid, uint64_t *sp,
 					 uint64_t *pc)
 {
-	const struct sup_ctx *s = w->s;
 	uint64_t give_up = now_mono_ns() + STUBWATCH_RUNNING_NS;
-	char p[64], buf[256], *last;
-	_cleanup_close_ int fd = -1;
 	const struct sc_entry *e = NULL;
-	ssize_t n = -1;
+	long nr = -1;
+	int r;
 
-	*sp = *pc = 0;
-	snprintf(p, sizeof(p), "/proc/%d/syscall", tid);
-	fd = open(p, O_RDONLY | O_CLOEXEC);
-	for (int attempt = 0; fd >= 0; attempt++) {
+	for (int attempt = 0;; attempt++) {
 		struct pollfd stop = { .fd = w->stop, .events = POLLIN };
 
-		n = pread(fd, buf, sizeof(buf) - 1, 0);
-		if (n <= 0 || (buf[0] >= '0' && buf[0] <= '9'))
-			break;
+		r = audit_thread_syscall(tid, &nr, sp, pc);
 		/* preempted on its way to sleep, on a loaded machine: the run's end (its
 		 * threads killed, maybe this one) does not wait */
-		if (now_mono_ns() > give_up || poll(&stop, 1, 0) > 0)
+		if (r != -EAGAIN || now_mono_ns() > give_up || poll(&stop, 1, 0) > 0)
 			break;
 		if (attempt < 5)
 			sched_yield();
 		else
 			usleep(200);
 	}
-	if (n > 0 && buf[0] >= '0' && buf[0] <= '9') {
-		buf[n] = '\0';
-		e = sc_lookup(s->arch, (int)strtol(buf, NULL, 10));
-		last = strrchr(buf, ' ');
-		if (last) {
-			*pc = strtoull(last + 1, NULL, 16);
-			*last = '\0';
-			last = strrchr(buf, ' ');
-			if (last)
-				*sp = strtoull(last + 1, NULL, 16);
-		}
-	}
-	return e ? e : sc_by_id(s->arch, SC_openat);
+	if (r == 0 && nr >= 0)
+		e = sc_lookup(w->s->arch, (int)nr);
+	else
+		*sp = *pc = 0;
+	return e ? e : sc_by_id(w->s->arch, SC_openat);
 }
 
 /* A slot per thread, found by a scan: a full table only means a second report. */
