@@ -477,8 +477,9 @@ void stubwatch_stop(struct stubwatch *w)
 		while (drain(w, w->fan))
 			;
 	}
-	/* The groups themselves go in stubwatch_release(), at the end of the teardown: the
-	 * grace period their marks' removal waits for passes meanwhile. */
+	/* The groups themselves go in stubwatch_release(), at the end of the teardown (their
+	 * last close, which waits for the grace period after the marks, is lastclose.h's
+	 * helper's where it holds them). */
 	flush_marks(w);
 	recorder_forget(w);
 	w->stop = safe_close(w->stop);

@@ -61,8 +61,9 @@ int stubwatch_start(struct stubwatch *w, struct sup_ctx *s);
 void stubwatch_expect(struct sup_ctx *s, pid_t tid);
 void stubwatch_forget(struct sup_ctx *s, pid_t tid);
 void stubwatch_stop(struct stubwatch *w);
-/* After stubwatch_stop(), as late in the teardown as may be: the groups closed (their
- * marks went in stubwatch_stop(); the close waits for the grace period that follows). */
+/* After stubwatch_stop(), as late in the teardown as may be: our fds of the groups closed
+ * (their marks went in stubwatch_stop()). Where lastclose.h's helper holds the groups too,
+ * the last close, which waits for the grace period that follows, is its, after our exit. */
 void stubwatch_release(struct stubwatch *w);
 
 /*

@@ -68,6 +68,7 @@
 #include "receipt.h"
 #include "landlock.h"
 #include "spawn.h"
+#include "lastclose.h"
 #include "stubwatch.h"
 #include "sup.h"
 #include "term.h"
@@ -223,6 +224,7 @@ struct run {
 	struct sup_opts *o;
 	struct sup_features feat;
 	struct stubwatch stubs;     /* native read-only opens: the stubs' fanotify marks */
+	struct lastclose lastclose; /* holds the stubs' groups for their last close (lastclose.h) */
 	const char *open_path;      /* how read-only opens are handled, for -v and --report */
 	struct ll_readset *readset; /* unnamespaced: Landlock's carved read set (ctx.readset) */
 	struct cgroup cg;
@@ -1703,6 +1705,7 @@ static struct run *run_new(struct sup_opts *o)
 	R->o = o;
 	R->ctx.listener = -1;
 	R->stubs = (struct stubwatch)STUBWATCH_INIT;
+	R->lastclose = (struct lastclose)LASTCLOSE_INIT;
 	pthread_mutex_init(&R->ctx.lock, NULL);
 	R->epfd = R->sigfd = R->timerfd = R->syncfd = R->pidfd = R->cmd_pidfd = -1;
 	R->cc_dir = R->cc_new = -1;
@@ -2160,6 +2163,16 @@ int sup_run(struct sup_opts *o)
 				R->stubs.fan = safe_close(R->stubs.fan);
 			}
 		}
+		/* The groups' last close may wait 12-22 ms for the kernel: made by a helper
+		 * after our exit. Before we are a subreaper: it must not come back to us. */
+		if (R->stubs.fan >= 0) {
+			int groups[] = { R->stubs.fan, R->stubs.opens };
+			int lr = lastclose_start(&R->lastclose, groups, ELEMENTSOF(groups));
+
+			if (lr < 0)
+				log_debug("the fanotify groups are closed by the run itself: %s",
+					  strerror(-lr));
+		}
 		R->open_path = fk == SUP_FILTER_NATIVE_OPEN ? "native"
 			       : R->ctx.continue_ro_opens ? "continued" : "emulated";
 		/* Creates, removes and write opens feed the change set, which
@@ -2457,6 +2470,7 @@ int sup_run(struct sup_opts *o)
 	safe_close(R->ctx.listener);
 	R->ctx.readset = R->readset = ll_readset_free(R->readset);
 	stubwatch_release(&R->stubs);
+	lastclose_done(&R->lastclose);
 
 	return status;
 }
