@@ -7,7 +7,7 @@
  * synchronize_srcu()). Started idle that is 0.05-0.1 ms here; started behind the grace
  * period that the marks' connectors began a moment earlier it is a normal one, 12-22 ms,
  * and on this VM one run in six or eight met that: the run's exit waited for it
- * (bench/RESULTS.md, "The stubs' group released after the run").
+ * (bench/RESULTS.md, "The stubs' groups released after the run").
  *
  * So a process of ours takes a reference to each such file at the start of the run and
  * keeps it until our end of a pipe closes (at our exit, or our death, or
