@@ -1589,6 +1589,38 @@ static int serve_setup(struct server *S, const char *sock_path)
 	return 0;
 }
 
+static bool is_exec_pid(const struct server *S, pid_t pid)
+{
+	for (const struct sandbox *sb = S->sandboxes; sb; sb = sb->next) {
+		if (sb->running && sb->running->pid == pid)
+			return true;
+		for (unsigned i = 0; i < sb->n_warm; i++)
+			if (sb->warm[i] && sb->warm[i]->pid == pid)
+				return true;
+	}
+	return false;
+}
+
+/* As the init of a pid namespace (a container's entry point) we inherit its orphans,
+ * among them each `moat run`'s lastclose helper once it has made its last close: reaped
+ * here, or they would stay zombies for as long as we serve. Only children that are none
+ * of our execs (their statuses are theirs to read): the first waitable one is peeked at,
+ * and one of ours ends the round (its own event reaps it, and the next SIGCHLD goes on). */
+static void reap_orphans(const struct server *S)
+{
+	siginfo_t si;
+
+	if (getpid() != 1)
+		return;
+	for (;;) {
+		si.si_pid = 0;
+		if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid == 0 ||
+		    is_exec_pid(S, si.si_pid))
+			return;
+		(void)waitpid(si.si_pid, NULL, WNOHANG);
+	}
+}
+
 /* Without a pidfd (or alongside it), SIGCHLD says some exec may have ended. */
 static void reap_all(struct server *S)
 {
@@ -1749,6 +1781,7 @@ int serve_cli(int argc, char **argv)
 					if (si.ssi_signo != SIGCHLD)
 						S.stop = true;
 				reap_all(&S);
+				reap_orphans(&S);
 				break;
 			}
 			case SRC_CLIENT:

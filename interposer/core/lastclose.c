@@ -84,7 +84,7 @@ int lastclose_start(struct lastclose *lc, const int *fds, size_t n)
 		return -E2BIG;
 	if (prctl(PR_GET_CHILD_SUBREAPER, &subreaper) < 0)
 		return negative_errno();
-	if (subreaper)
+	if (subreaper || getpid() == 1)
 		return -EBUSY;
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return negative_errno();

@@ -18,7 +18,9 @@
  *   whose reader waits for its end, no lock, no listener), and it is no child of ours:
  *   it goes to our nearest subreaper or to init at once, so the teardown's sweep of our
  *   descendants never waits for it (lastclose_start() refuses, -EBUSY, once we are a
- *   subreaper ourselves: it would come back to us);
+ *   subreaper ourselves or the init of our pid namespace: it would come back to us).
+ *   Whoever inherits it reaps it: init does, and so does `moat serve` as a container's
+ *   init (serve.c, reap_orphans());
  * - it shares our memory (CLONE_VM: nothing copied, no copy-on-write faults for us
  *   afterwards), runs on a stack of its own, makes raw system calls only, with every
  *   signal blocked (SIGKILL ends it, and closes the files all the same), and puts itself
@@ -42,8 +44,9 @@ struct lastclose {
 #define LASTCLOSE_INIT { .pipe_w = -1 }
 
 /* Once per process, before we are a subreaper. fds: up to LASTCLOSE_MAX (negative ones
- * skipped). 0, or -errno (-EBUSY: a subreaper; -EALREADY: made before). Without a helper
- * the caller closes its files itself, as it would anyway. */
+ * skipped). 0, or -errno (-EBUSY: a subreaper, or a pid namespace's init, to which the
+ * helper would come back; -EALREADY: made before). Without a helper the caller closes
+ * its files itself, as it would anyway. */
 int lastclose_start(struct lastclose *lc, const int *fds, size_t n);
 /* The helper lets go of its files now (our exit would do the same). */
 void lastclose_done(struct lastclose *lc);
