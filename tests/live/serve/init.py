@@ -9,7 +9,6 @@ outside: the server's children after four execs, by their state.
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -17,6 +16,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.environ["MOAT_SRC"], "sdk", "python"))
 import moat  # noqa: E402
+import lib  # noqa: E402  (beside this file)
 
 MOAT = os.environ["MOAT"]
 
@@ -51,21 +51,11 @@ def main():
     sock = os.path.join(tmp, "s.sock")
     ws = os.path.join(tmp, "ws")
     os.mkdir(ws)
-    # --kill-child: the server goes with unshare, whatever ends this test
     server = None
-    u = subprocess.Popen(["unshare", "--pid", "--fork", "--mount-proc", "--kill-child",
-                          "env", f"TMPDIR={tmp}",
-                          MOAT, "serve", "--socket", sock],
-                         stderr=open(os.path.join(tmp, "server.log"), "ab"))
+    # --kill-child: the server goes with unshare, whatever ends this test
+    u = lib.start_server(MOAT, tmp, sock, ["unshare", "--pid", "--fork", "--mount-proc",
+                                           "--kill-child"])
     try:
-        for _ in range(200):
-            try:
-                c = socket.socket(socket.AF_UNIX)
-                c.connect(sock)
-                c.close()
-                break
-            except OSError:
-                time.sleep(0.05)
         kids = children(u.pid)
         if len(kids) != 1 or status(kids[0], "NSpid").split()[-1:] != ["1"]:
             print(f"1..0 # SKIP no server as a namespace's init here: {kids}")

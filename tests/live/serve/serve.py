@@ -7,7 +7,6 @@ state directory.
 """
 import json
 import os
-import signal
 import socket
 import struct
 import subprocess
@@ -18,6 +17,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.environ["MOAT_SRC"], "sdk", "python"))
 import moat  # noqa: E402
+import lib  # noqa: E402  (beside this file)
 
 MOAT = os.environ["MOAT"]
 n = 0
@@ -62,18 +62,7 @@ def wait_gone(marker, secs=10):
 
 
 def start_server(tmp, sock):
-    env = dict(os.environ, TMPDIR=tmp)
-    p = subprocess.Popen([MOAT, "serve", "--socket", sock], env=env,
-                         stderr=open(os.path.join(tmp, "server.log"), "ab"))
-    for _ in range(200):  # listening, not merely a socket file left by a dead server
-        try:
-            c = socket.socket(socket.AF_UNIX)
-            c.connect(sock)
-            c.close()
-            break
-        except OSError:
-            time.sleep(0.05)
-    return p
+    return lib.start_server(MOAT, tmp, sock)
 
 
 def warm_runs(server_pid, sandbox):
