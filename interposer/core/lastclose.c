@@ -34,10 +34,12 @@ static char helper_stack[16384] __attribute__((aligned(64)));
 /*
  * The helper and the middle process run in our memory on their own stacks, with the
  * thread pointer of the thread that made them: only raw system calls (libc's syscall()
- * and clone() touch no thread state but errno, and only on an error none of these calls
- * can return here: close_range() of ranges of valid bounds, a read() that only blocked
- * signals could interrupt), and none of the compiler's instrumentation (the sanitizers'
- * runtime and the stack protector keep their state per thread).
+ * and clone() touch no thread state but errno, and only on an error: close_range() of
+ * ranges of valid bounds and a read() that only blocked signals could interrupt return
+ * none; the middle process's clone() may, and writes the errno of our thread, which
+ * waits in clone(CLONE_VFORK) meanwhile and then reads its exit status instead), and
+ * none of the compiler's instrumentation (the sanitizers' runtime and the stack
+ * protector keep their state per thread).
  */
 #define RAW_CHILD __attribute__((noinline, no_sanitize_address, no_sanitize_undefined, \
 				 no_stack_protector))
