@@ -6,13 +6,14 @@
 # holds the groups and its pipe and nothing else of moat's; it is in seccomp's strict
 # mode with every catchable signal blocked, and no child of moat; killing it weakens
 # nothing (a hidden file is still refused and reported); it ends once moat has; a run
-# without marks (started by nobody) makes none.
+# without marks (started by nobody) makes none, nor a moat that is its pid namespace's
+# init (the helper would come back to it as a child).
 . "$MOAT_SRC/tests/lib/tap.sh"
 . "$MOAT_SRC/tests/live/vfs/lib.sh"
 
 [ "$(id -u)" -eq 0 ] || skip_all "the stubs' marks need moat started by root"
 have_mode namespaced || skip_all "the namespaced mode cannot start here"
-plan 8
+plan 9
 
 # pipe_inodes PID: the pipes PID holds, as "pipe:[N]"
 pipe_inodes() { for f in /proc/"$1"/fd/*; do readlink "$f"; done 2>/dev/null | grep '^pipe:' | sort -u; }
@@ -130,5 +131,32 @@ if wait_for "$NW/ready"; then
 	ok $? "started by nobody (no marks): no helper" "rc=$rc helper=${H:-none}"
 else
 	skip "started by nobody (no marks): no helper" "moat started by nobody cannot run here"
+fi
+# 9: moat as the init of a pid namespace (a container's entry point): no helper
+if command -v unshare >/dev/null; then
+	rm -f "$W/ready-init" "$W/go-init"
+	(cd "$W" && exec unshare --pid --fork --mount-proc --kill-child "$MOAT" run -q -- sh -c '
+		touch ready-init
+		for i in $(seq 200); do [ -e go-init ] && break; sleep 0.05; done
+		cat .env >out-init 2>&1; echo "cat=$?" >>out-init') &
+	U=$!
+	track_pid "$U"
+	if wait_for "$W/ready-init"; then
+		M1=$(cat /proc/"$U"/task/*/children 2>/dev/null | awk '{print $1}')
+		kids=$(for k in $(cat /proc/"$M1"/task/*/children 2>/dev/null); do cat /proc/"$k"/comm; done 2>/dev/null | sort | tr '\n' ' ')
+		touch "$W/go-init"
+		start=$(date +%s)
+		wait "$U"
+		rc=$?
+		took=$(($(date +%s) - start))
+		[ $rc -eq 0 ] && [ -n "$M1" ] && [[ "$kids" != *moat-lastclose* ]] && [ "$took" -lt 5 ] &&
+			grep -q 'cat=1' "$W/out-init" && no_secret "$W/out-init" "$SECRET"
+		ok $? "moat as a pid namespace's init makes no helper, and ends as before" \
+			"rc=$rc moat=${M1:-none} its children: ${kids:-none} took ${took}s out: $(tr '\n' ' ' <"$W/out-init" 2>/dev/null)"
+	else
+		fail "moat as a pid namespace's init makes no helper, and ends as before" "the run did not start"
+	fi
+else
+	skip "moat as a pid namespace's init makes no helper, and ends as before" "no unshare(1)"
 fi
 finish
