@@ -862,6 +862,35 @@ static void remove_made(struct run *R, bool remove)
 	R->n_made = 0;
 }
 
+/*
+ * The fd table grown to FD_TABLE_SLOTS now, while we are a single thread. Grown later,
+ * with the notifier and the other threads sharing it, the kernel frees the old table only
+ * after an RCU grace period and waits for it in the call that crossed the size
+ * (expand_fdtable()): 12-15 ms on this VM, in whichever open or socket took the 65th fd
+ * at start-up (a run whose environment gave it one fd more paid it: bench/RESULTS.md,
+ * "The fd table grown before the threads"), and again at 128, 256 and so on. 1024 slots
+ * are 8 KiB; past them each doubling still waits once.
+ */
+#define FD_TABLE_SLOTS 1024
+
+static void presize_fd_table(void)
+{
+	struct rlimit rl;
+	long last = FD_TABLE_SLOTS - 1;
+	int fd, high;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    (rlim_t)last >= rl.rlim_cur)
+		last = (long)rl.rlim_cur - 1;
+	fd = open("/", O_PATH | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	high = fcntl(fd, F_DUPFD_CLOEXEC, (int)last);
+	if (high >= 0)
+		close(high);
+	close(fd);
+}
+
 /* The soft limit up to the hard one: the last sweep opens /proc files. */
 static void raise_nofile(void)
 {
@@ -2015,6 +2044,7 @@ int sup_run(struct sup_opts *o)
 
 	if (!R)
 		return log_error_errno(-ENOMEM, "out of memory");
+	presize_fd_table(); /* before the audit writer, the first of our threads */
 	if (open_outputs(R) < 0)
 		return fail_early(R);
 
@@ -2495,6 +2525,7 @@ int sup_serve(struct sup_opts *o, int listener, pid_t pid)
 
 	if (!R)
 		return log_error_errno(-ENOMEM, "out of memory");
+	presize_fd_table();
 	R->external = true;
 	/* Our signals go to the loop from here on (those that came already are pending). */
 	R->sigfd = signals_to_loop();
