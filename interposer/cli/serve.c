@@ -1589,13 +1589,23 @@ static int serve_setup(struct server *S, const char *sock_path)
 	return 0;
 }
 
+/* sb's execs not yet reaped: its running one (or NULL) first, then its pool. A warm run
+ * that was dropped stays in the pool until it is reaped (warm_end()). Returns their count. */
+static unsigned sandbox_execs(const struct sandbox *sb, struct exec *xs[1 + WARM_SLOTS])
+{
+	xs[0] = sb->running;
+	memcpy(xs + 1, sb->warm, sb->n_warm * sizeof(xs[0]));
+	return 1 + sb->n_warm;
+}
+
 static bool is_exec_pid(const struct server *S, pid_t pid)
 {
 	for (const struct sandbox *sb = S->sandboxes; sb; sb = sb->next) {
-		if (sb->running && sb->running->pid == pid)
-			return true;
-		for (unsigned i = 0; i < sb->n_warm; i++)
-			if (sb->warm[i] && sb->warm[i]->pid == pid)
+		struct exec *xs[1 + WARM_SLOTS];
+		unsigned nx = sandbox_execs(sb, xs);
+
+		for (unsigned i = 0; i < nx; i++)
+			if (xs[i] && xs[i]->pid == pid)
 				return true;
 	}
 	return false;
@@ -1625,10 +1635,9 @@ static void reap_orphans(const struct server *S)
 static void reap_all(struct server *S)
 {
 	for (struct sandbox *sb = S->sandboxes, *next; sb; sb = next) {
-		struct exec *xs[1 + WARM_SLOTS] = { sb->running };
-		unsigned nx = 1 + sb->n_warm;
+		struct exec *xs[1 + WARM_SLOTS];
+		unsigned nx = sandbox_execs(sb, xs);
 
-		memcpy(xs + 1, sb->warm, sb->n_warm * sizeof(xs[0]));
 		next = sb->next;
 		for (unsigned i = 0; i < nx; i++) {
 			struct exec *x = xs[i];
@@ -1652,10 +1661,9 @@ static void kill_overdue(struct server *S)
 	uint64_t now = now_ms();
 
 	for (struct sandbox *sb = S->sandboxes; sb; sb = sb->next) {
-		struct exec *xs[1 + WARM_SLOTS] = { sb->running };
-		unsigned nx = 1 + sb->n_warm;
+		struct exec *xs[1 + WARM_SLOTS];
+		unsigned nx = sandbox_execs(sb, xs);
 
-		memcpy(xs + 1, sb->warm, sb->n_warm * sizeof(xs[0]));
 		for (unsigned i = 0; i < nx; i++)
 			if (xs[i] && !xs[i]->exited && xs[i]->kill_ms &&
 			    now - xs[i]->kill_ms > KILL_GRACE_MS)

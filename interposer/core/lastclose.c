@@ -94,13 +94,11 @@ int lastclose_start(struct lastclose *lc, const int *fds, size_t n)
 	H.pipe_r = p[0];
 	H.keep[H.n++] = p[0];
 	for (size_t i = 0; i < n; i++) {
-		size_t j = H.n++;
+		size_t j;
 
-		if (fds[i] < 0) {
-			H.n--;
+		if (fds[i] < 0)
 			continue;
-		}
-		for (; j > 0 && H.keep[j - 1] > fds[i]; j--)
+		for (j = H.n++; j > 0 && H.keep[j - 1] > fds[i]; j--)
 			H.keep[j] = H.keep[j - 1];
 		H.keep[j] = fds[i];
 	}
