@@ -342,6 +342,9 @@ struct mount_ctx {
 	 * what an earlier run may have left symlinks in (confine_dst()) */
 	const char *rw[16];
 	size_t n_rw;
+	/* the stubs (COVER_STUB, COVER_DIR): a path that shows one is covered already */
+	dev_t stub_dev;
+	ino_t stub_ino, dir_ino;
 };
 
 /*
@@ -517,7 +520,9 @@ static int cover_path(struct mount_ctx *mc, const char *dst, const struct stat *
 	return r < 0 ? r : set_readonly(dst);
 }
 
-/* vfs_foreach_cover(): a path a glob hides or denies, found in the assembled tree. */
+/* vfs_foreach_cover(): a path a glob hides or denies, found in the assembled tree. The
+ * walk meets the literal hides too, which mount_one() covered: one stub is enough (a
+ * second bind on the first would only be another mount to make and to list). */
 static int cover_one(const char *vpath, bool dir, void *ud)
 {
 	struct mount_ctx *mc = ud;
@@ -528,6 +533,8 @@ static int cover_one(const char *vpath, bool dir, void *ud)
 	(void)dir;
 	snprintf(dst, sizeof(dst), "/newroot%s", vpath);
 	if (lstat(dst, &st) < 0)
+		return 0;
+	if (st.st_dev == mc->stub_dev && (st.st_ino == mc->stub_ino || st.st_ino == mc->dir_ino))
 		return 0;
 	r = cover_path(mc, dst, &st);
 	if (r < 0) {
@@ -849,6 +856,13 @@ static int build_mount_ns(struct spawn_plan *p)
 	close(r);
 	if (mkdir(COVER_DIR, 0555) < 0 || chmod(COVER_DIR, 0555) < 0)
 		return negative_errno();
+	if (lstat(COVER_STUB, &st) < 0)
+		return negative_errno();
+	mc.stub_dev = st.st_dev;
+	mc.stub_ino = st.st_ino;
+	if (lstat(COVER_DIR, &st) < 0)
+		return negative_errno();
+	mc.dir_ino = st.st_ino;
 	/* For the supervisor's marks (SYNC_STUBS): the staging root, which the second
 	 * pivot takes out of every path. */
 	p->stubs_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);

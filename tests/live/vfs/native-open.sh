@@ -12,7 +12,7 @@
 . "$MOAT_SRC/tests/lib/tap.sh"
 . "$MOAT_SRC/tests/live/vfs/lib.sh"
 
-plan 19
+plan 20
 if ! have_mode namespaced; then
 	skip_all "moat cannot start in namespaced mode here"
 fi
@@ -183,6 +183,18 @@ if grep -q '^#define MOAT_TEST_HOOKS 1' "$MOAT_BUILD/moat-config.h" 2>/dev/null;
 else
 	for i in $(seq 4); do skip "fallback case $i" "a build without test_hooks"; done
 fi
+
+# A literal hide is covered while the mappings are mounted; the walk that resolves the
+# globs, which reads the whole (writable) workspace, meets it again. One stub over it,
+# as the kernel lists the sandbox's mounts: a second bind on the first is a mount made
+# and torn down for nothing.
+mkdir "$W/lit" && printf '%s\n' "$SECRET" >"$W/lit/k.txt" && chmod -R a+rwX "$W/lit"
+(cd "$B/cwd" && timeout 60 "$MOAT" run -q --mode namespaced --bind "$W:/workspace" \
+	--chdir /workspace --hide /workspace/lit -- \
+	sh -c 'grep -c " /workspace/lit " /proc/self/mountinfo; cat lit/k.txt' >"$B/out" 2>"$B/err")
+[ "$(head -1 "$B/out")" = 1 ] && no_leak
+ok $? "a literal hide the glob walk meets as well is covered by one stub ($(head -1 "$B/out") mounts)" "$(diag)"
+rm -rf "$W/lit"
 
 # The real fallback: moat started by another user (no fanotify permission events).
 if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null &&
