@@ -156,9 +156,11 @@ static int policy_show(struct run_args *a, int argc, char **argv)
 	}
 	json_decref(j);
 	printf(stub ? "# hidden content is never readable; namespaced, a hidden name shows as an "
-		      "empty stub to stat and listings (--strict-hide: the name is absent too)\n"
+		      "empty stub to stat and listings, and as a mount point in the mount table "
+		      "(--strict-hide: the name is absent too)\n"
 		    : "# hidden content is never readable and a hidden name is absent: every "
-		      "metadata call by name is emulated\n");
+		      "metadata call by name is emulated, and the mount table leaves out the "
+		      "stubs\n");
 	if (stub)
 		printf("# a run asking for no change set (no --report, --audit, --cow or -v) leaves "
 		       "creates to the kernel: a new file may take a hidden name, holding the "

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "mounttab.h"
 #include "sc.h"
 #include "vfs.h"
 
@@ -88,6 +89,11 @@ struct sup_ctx {
 	 * sandbox's mounts (fanotify FAN_OPEN) and the stub watcher records it. No open
 	 * is continued then (may_continue_open()): moat opens what it traps itself. */
 	bool record_native_opens;
+	/* namespaced where a hidden name is absent (--strict-hide, or a view the kernel
+	 * cannot answer for): an open of the mount table gets a copy without the stubs'
+	 * mounts, which are told apart by stub_mounts (mounttab.h) */
+	bool hide_mount_table;
+	struct mounttab_stubs stub_mounts;
 	struct vfs *vfs;
 	struct net *net;
 	struct sup_net *netst;            /* sock.c: pending connects, the DNS socket */

@@ -618,6 +618,16 @@ static void do_open(struct sup_call *c, int64_t dirfd, uint64_t path_addr, int f
 		return set_result(c, r);
 	if (wait)
 		return defer_fifo_open(c, r, flags);
+	if (c->s->hide_mount_table) {
+		enum mounttab_kind k = mounttab_kind(c->verdict.vpath);
+
+		/* the stubs' mount points are the hidden paths (mounttab.h); without
+		 * the stubs' filesystem known, nothing of the table is shown */
+		if (k != MOUNTTAB_NONE && (r = c->s->stub_mounts.known ?
+				mounttab_filtered(r, k, c->tid, &c->s->stub_mounts) :
+				(close(r), -EACCES)) < 0)
+			return set_result(c, r);
+	}
 	if ((flags & O_ACCMODE) != O_RDONLY && names_comm(c->verdict.vpath))
 		atomic_store(&c->s->comm_nocache, true); /* see read_comm() */
 	c->fd = r;

@@ -692,6 +692,16 @@ static void on_sync(struct run *R)
 		R->cmd_status = m.value;
 		break;
 	case SYNC_STUBS:
+		/* The filesystem that holds the stubs, whose mounts the mount table's copies
+		 * leave out under --strict-hide (mounttab.h). Before the command exists. */
+		if (cred.pid == R->keeper && passed >= 0 && R->ctx.hide_mount_table) {
+			struct stat st;
+
+			if (fstat(passed, &st) == 0) {
+				R->ctx.stub_mounts.dev = st.st_dev;
+				R->ctx.stub_mounts.known = true;
+			}
+		}
 		/* Before the command's listener, which the keeper sends after this: no
 		 * native open happens before the marks are in place. */
 		if (cred.pid == R->keeper && passed >= 0 && R->stubs.fan >= 0) {
@@ -2267,6 +2277,11 @@ int sup_run(struct sup_opts *o)
 		plan.cover_globs = fk == SUP_FILTER_NAMESPACED || fk == SUP_FILTER_NATIVE_OPEN ||
 				   fk == SUP_FILTER_NATIVE_WRITE ||
 				   fk == SUP_FILTER_NATIVE_WRITE_UNMARKED;
+		/* Where a hidden name is absent (--strict-hide, or a view the kernel cannot
+		 * answer for), the stubs that still cover the literal hides are mounts the
+		 * mount table would name: its copies leave them out (mounttab.h). Every open
+		 * is moat's in those filters. */
+		R->ctx.hide_mount_table = R->ctx.namespaced && !plan.cover_globs;
 		r = sup_filter_precompiled(fk, &plan.prog);
 		plan.kind = fk;
 	}
