@@ -94,6 +94,11 @@ struct sup_ctx {
 	 * mounts, which are told apart by stub_mounts (mounttab.h) */
 	bool hide_mount_table;
 	struct mounttab_stubs stub_mounts;
+	/* the notifier threads' tids, which live as long as the run: their own opens in
+	 * the sandbox's mounts (a create moat performs) are no open of the sandbox's, even
+	 * when the kernel's event is read after the thread is gone and no lookup of its
+	 * process answers any more (stubwatch.c) */
+	atomic_int notifier_tids[8];
 	struct vfs *vfs;
 	struct net *net;
 	struct sup_net *netst;            /* sock.c: pending connects, the DNS socket */

@@ -226,6 +226,15 @@ static void on_event(struct stubwatch *w, const struct fanotify_event_metadata *
 	close(md->fd);
 }
 
+/* A notifier thread of ours (ctx.h, notifier_tids). */
+static bool own_thread(struct sup_ctx *s, pid_t tid)
+{
+	for (size_t i = 0; i < ELEMENTSOF(s->notifier_tids); i++)
+		if (atomic_load(&s->notifier_tids[i]) == tid)
+			return true;
+	return false;
+}
+
 /*
  * An open the kernel performed in the sandbox's mounts. The event's fd is the object the
  * kernel opened (not a name a racing thread could change), its path the virtual one
@@ -272,6 +281,8 @@ static void on_open_event(struct stubwatch *w, const struct fanotify_event_metad
 		return;
 	if (gone)
 		vpath[n - 10] = '\0';
+	if (own_thread(w->s, md->pid))
+		return;
 	a = open_record_of(w->s, md->pid);
 	if (a.pid == getpid() || (w->keeper > 0 && a.pid == w->keeper))
 		return;

@@ -211,6 +211,8 @@ fail:
  * for hosts where several sandboxed processes notify at once.
  */
 #define MAX_NOTIFIERS 8
+_Static_assert(MAX_NOTIFIERS <= ELEMENTSOF(((struct sup_ctx *)0)->notifier_tids),
+	       "every notifier thread's tid has a place in ctx.notifier_tids");
 struct notifier {
 	struct run *R;
 	pthread_t thread;
@@ -339,6 +341,12 @@ static void *notifier_main(void *arg)
 	 * cannot take them serves nothing (its calls would fail with EACCES). */
 	if ((r = creds_thread_init()) < 0)
 		log_error("the notifier cannot act with the caller's credentials: %s", strerror(-r));
+	for (size_t i = 0; i < ELEMENTSOF(R->ctx.notifier_tids); i++) {
+		int none = 0;
+
+		if (atomic_compare_exchange_strong(&R->ctx.notifier_tids[i], &none, (int)gettid()))
+			break;
+	}
 	while (sem_wait(&R->listener_ready) < 0)
 		;
 	while (!atomic_load(&R->notifier_stop)) {
