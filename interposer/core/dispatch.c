@@ -802,7 +802,7 @@ unsigned call_want(const struct sup_call *c)
 static int prep_path(struct sup_call *c, int64_t dirfd, uint64_t path_addr, char *path,
 		     char *base, struct vfs_caller *caller)
 {
-	int r = copy_path(c, path_addr, path);
+	int r = copy_path_lazy(c, path_addr, path);
 
 	if (r < 0) {
 		set_result(c, r);
@@ -935,9 +935,9 @@ static void handle_two_paths(struct sup_call *c, int64_t olddirfd, uint64_t oldp
 	struct vfs_caller oc, nc;
 	int r;
 
-	r = copy_path(c, oldpath, c->path);
+	r = copy_path_lazy(c, oldpath, c->path);
 	if (r >= 0)
-		r = copy_path(c, newpath, c->path2);
+		r = copy_path_lazy(c, newpath, c->path2);
 	if (r < 0)
 		return set_result(c, r);
 	if (!still_valid(c))
@@ -972,7 +972,7 @@ static void handle_symlink(struct sup_call *c, uint64_t target, int64_t newdirfd
 	int r;
 
 	/* The target is stored text, never resolved now: copy it and decide on the link. */
-	r = copy_path(c, target, c->path2);
+	r = copy_path_lazy(c, target, c->path2);
 	if (r < 0)
 		return set_result(c, r);
 	if (prep_path(c, newdirfd, linkpath, c->path, base, &caller) < 0)
@@ -2057,6 +2057,29 @@ static bool lazy_stat(const struct sup_call *c)
 	}
 }
 
+/* The changes by name that read nothing of the caller's but their paths (copy_path_lazy())
+ * and the directory they start from (make_caller(), which reads it again as ourselves
+ * where the caller's authority falls short), and act as the caller (creds_caller(), which
+ * takes a new caller's credentials in full): without --audit nothing of ours follows but
+ * the reply. A run of git's links or an unnamespaced run's creates and removals then
+ * keeps the caller's credentials from one call to the next: two capset() calls saved of
+ * each (about 2.4 us of 30 here). Not a denial: its report may read more. */
+static bool lazy_change(const struct sup_call *c)
+{
+	if (c->s->audit)
+		return false;
+	switch (c->e->id) {
+	case SC_link: case SC_rename: case SC_renameat: case SC_renameat2:
+	case SC_symlink: case SC_symlinkat: case SC_chmod: case SC_fchmodat: case SC_fchmodat2:
+	case SC_mkdir: case SC_mkdirat: case SC_unlink: case SC_unlinkat: case SC_rmdir:
+		return true;
+	case SC_linkat: /* not by fd (AT_EMPTY_PATH): link_fd() takes the caller's fd */
+		return !(ARG(c, 4) & AT_EMPTY_PATH);
+	default:
+		return false;
+	}
+}
+
 /* The calls that may start, and end, still acting for a caller (see dispatch_one()):
  * the stat family (above), and open and openat, whose handler reads tracee memory as ourselves whenever the caller's
  * authority falls short. What --audit adds after a continued open reads nothing of the
@@ -2066,7 +2089,7 @@ static bool lazy_creds(const struct sup_call *c)
 {
 	return ((c->e->id == SC_open || c->e->id == SC_openat) &&
 		!(c->s->audit && audit_wants_stacks(c->s->audit, AUDIT_CONTINUED))) ||
-	       lazy_stat(c);
+	       lazy_stat(c) || lazy_change(c);
 }
 
 void dispatch_one(struct sup_ctx *s, const struct seccomp_notif *req, struct tracee_cache *tc)
@@ -2130,7 +2153,8 @@ void dispatch_one(struct sup_ctx *s, const struct seccomp_notif *req, struct tra
 	/* What follows is ours: the stack, the reply, the record. A continued open has
 	 * nothing of ours left to do but the SEND, which no credential governs, and its
 	 * record (lazy_creds()). */
-	if (!(lazy_creds(&c) && (c.outcome == CALL_CONTINUE || lazy_stat(&c))))
+	if (!(lazy_creds(&c) && (c.outcome == CALL_CONTINUE || lazy_stat(&c) ||
+				  (lazy_change(&c) && c.outcome == CALL_REPLY && !c.policy_denied))))
 		creds_self();
 	proctrack_call(&c); /* ids and an exec's argv, read while the caller still waits */
 	stack_ns = capture_stack(&c, &stack);

@@ -7,7 +7,7 @@
 # is the reference (setpriv dropping every capability).
 . "$MOAT_SRC/tests/lib/tap.sh"
 
-plan 29
+plan 30
 [ "$(id -u)" = 0 ] || skip_all "needs root: the cases need files of several owners"
 command -v python3 >/dev/null || skip_all "python3 is needed"
 command -v setpriv >/dev/null || skip_all "setpriv (util-linux) is needed"
@@ -235,6 +235,40 @@ except OSError: print("none")' w/mine)
 		done
 	fi
 done
+
+# A notifier thread keeps its last caller's credentials from one change by name to the
+# next (dispatch.c, lazy_change()); a new caller's are taken in full before its change.
+# 65534's chmods and links of root's 0600 file, interleaved with root's own chmods of it
+# in the same sandbox, never run as root: none succeeds, and the mode is root's last.
+if "$MOAT" run -q --mode namespaced -- true >/dev/null 2>&1; then
+	setup
+	cat > w/interleave.py <<'PYEOF'
+import os
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.setgid(65534); os.setuid(65534)
+    done = 0
+    for i in range(200):
+        for op in (lambda: os.chmod("rootonly", 0o777),
+                   lambda: os.link("rootonly", "link-%d" % i)):
+            try:
+                op(); done += 1
+            except PermissionError:
+                pass
+    os.write(w, str(done).encode()); os._exit(0)
+for i in range(200):
+    os.chmod("rootonly", 0o640 if i % 2 else 0o600)
+os.waitpid(pid, 0)
+print("65534 did", os.read(r, 100).decode())
+PYEOF
+	out=$(in_sandbox namespaced python3 interleave.py)
+	[ "$out" = "65534 did 0" ] && [ "$(stat -c %a w/rootonly)" = 640 ] && ! ls w | grep -q '^link-'
+	ok $? "namespaced: 65534's chmods and links between root's own never run as root" \
+		"sandbox: $out; host: $(stat -c %a w/rootonly) $(ls w | grep -c '^link-') links"
+else
+	skip "namespaced: interleaved callers" "moat cannot start in namespaced mode here"
+fi
 
 # Started by 65534, namespaced: its sandbox holds that one id and no capability, so the
 # same shortcut applies (CREDS_FIXED), and the same umask check holds, with --report
