@@ -45,6 +45,9 @@ struct sup_counters {
  * listener has arrived, except: the counters (atomic), the vfs and net layers (their
  * own locks), the audit writer (its own lock), and netst, which is used under lock only
  * (by handle_net() and by the main loop's net events and sync messages). */
+/* Notifier threads at most (sup.c, notifier_count()). */
+#define MAX_NOTIFIERS 8
+
 struct sup_ctx {
 	pthread_mutex_t lock;
 	int listener;
@@ -98,7 +101,7 @@ struct sup_ctx {
 	 * the sandbox's mounts (a create moat performs) are no open of the sandbox's, even
 	 * when the kernel's event is read after the thread is gone and no lookup of its
 	 * process answers any more (stubwatch.c) */
-	atomic_int notifier_tids[8];
+	atomic_int notifier_tids[MAX_NOTIFIERS];
 	struct vfs *vfs;
 	struct net *net;
 	struct sup_net *netst;            /* sock.c: pending connects, the DNS socket */

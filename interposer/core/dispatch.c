@@ -623,9 +623,12 @@ static void do_open(struct sup_call *c, int64_t dirfd, uint64_t path_addr, int f
 
 		/* the stubs' mount points are the hidden paths (mounttab.h); without
 		 * the stubs' filesystem known, nothing of the table is shown */
-		if (k != MOUNTTAB_NONE && (r = c->s->stub_mounts.known ?
-				mounttab_filtered(r, k, c->tid, &c->s->stub_mounts) :
-				(close(r), -EACCES)) < 0)
+		if (k != MOUNTTAB_NONE && !c->s->stub_mounts.known) {
+			close(r);
+			return set_result(c, -EACCES);
+		}
+		if (k != MOUNTTAB_NONE &&
+		    (r = mounttab_filtered(r, k, c->tid, &c->s->stub_mounts)) < 0)
 			return set_result(c, r);
 	}
 	if ((flags & O_ACCMODE) != O_RDONLY && names_comm(c->verdict.vpath))
@@ -2063,7 +2066,8 @@ static bool lazy_stat(const struct sup_call *c)
  * takes a new caller's credentials in full): without --audit nothing of ours follows but
  * the reply. A run of git's links or an unnamespaced run's creates and removals then
  * keeps the caller's credentials from one call to the next: two capset() calls saved of
- * each (about 2.4 us of 30 here). Not a denial: its report may read more. */
+ * each (a link 5.5 us of about 31 over native here). Not a denial: its report may read
+ * more. */
 static bool lazy_change(const struct sup_call *c)
 {
 	if (c->s->audit)

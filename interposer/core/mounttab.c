@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "io.h"
 #include "macros.h"
 #include "mounttab.h"
 #include "spawn.h"
@@ -81,9 +82,7 @@ static char *read_all(int fd)
 	return buf;
 }
 
-/* Field n (from 0) of the line at line (fields are separated by single spaces; the
- * kernel escapes spaces within one as \040) into out; false if there is none. */
-static bool field(const char *line, unsigned n, char *out, size_t outlen)
+bool mounttab_field(const char *line, unsigned n, char *out, size_t outlen)
 {
 	const char *p = line, *e;
 
@@ -141,9 +140,9 @@ static int stub_points(const char *mountinfo, const struct mounttab_stubs *stubs
 	for (const char *l = mountinfo; *l;) {
 		const char *nl = strchr(l, '\n');
 
-		if (field(l, 2, f, sizeof(f)) && streq(f, dev) && field(l, 3, f, sizeof(f)) &&
+		if (mounttab_field(l, 2, f, sizeof(f)) && streq(f, dev) && mounttab_field(l, 3, f, sizeof(f)) &&
 		    (streq(f, "/" SPAWN_STUB_FILE) || streq(f, "/" SPAWN_STUB_DIR)) &&
-		    field(l, 4, f, sizeof(f))) {
+		    mounttab_field(l, 4, f, sizeof(f))) {
 			char **v = realloc(pts->v, (pts->n + 1) * sizeof(*v));
 
 			if (!v)
@@ -191,10 +190,10 @@ char *mounttab_filter_text(const char *text, enum mounttab_kind kind, const char
 
 		switch (kind) {
 		case MOUNTTAB_INFO:
-			dropping = field(l, 4, mp, sizeof(mp)) && under_stub(&pts, mp);
+			dropping = mounttab_field(l, 4, mp, sizeof(mp)) && under_stub(&pts, mp);
 			break;
 		case MOUNTTAB_MOUNTS:
-			dropping = field(l, 1, mp, sizeof(mp)) && under_stub(&pts, mp);
+			dropping = mounttab_field(l, 1, mp, sizeof(mp)) && under_stub(&pts, mp);
 			break;
 		case MOUNTTAB_STATS:
 			/* a mount's statistics follow its "device" line, indented */
@@ -220,20 +219,13 @@ char *mounttab_filter_text(const char *text, enum mounttab_kind kind, const char
 static int sealed_copy(const char *text)
 {
 	_cleanup_close_ int fd = memfd_create("moat-mounttab", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	size_t len = strlen(text), off = 0;
 	char p[64];
+	int r;
 
 	if (fd < 0)
 		return negative_errno();
-	while (off < len) {
-		ssize_t n = write(fd, text + off, len - off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? negative_errno() : -EIO;
-		off += (size_t)n;
-	}
+	if ((r = write_all(fd, text, strlen(text))) < 0)
+		return r;
 	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
 		return negative_errno();
 	/* a read-only open file description of its own, at offset 0 */

@@ -28,6 +28,10 @@ enum mounttab_kind {
 	MOUNTTAB_STATS, /* mountstats: "device SOURCE mounted on MOUNT-POINT with fstype ..." */
 };
 
+/* Field n (from 0) of the mount-table line at line, as the kernel escapes it (a space
+ * within a field is \040), into out; false if the line has none or it does not fit. */
+bool mounttab_field(const char *line, unsigned n, char *out, size_t outlen);
+
 /* Which mount-table file the canonical virtual path vpath is: /proc/<pid>/NAME or
  * /proc/<pid>/task/<tid>/NAME. */
 enum mounttab_kind mounttab_kind(const char *vpath);

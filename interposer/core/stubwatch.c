@@ -570,20 +570,13 @@ int stubwatch_mark_mounts(struct stubwatch *w, pid_t keeper, int rootfd)
 		struct open_how how = { .flags = O_PATH | O_CLOEXEC,
 					.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS |
 						   RESOLVE_NO_MAGICLINKS };
-		char *mp = line, *end;
+		char mp[PATH_MAX];
 		_cleanup_close_ int fd = -1;
 		int *more;
 
 		/* ID PARENT MAJOR:MINOR ROOT MOUNT-POINT ... */
-		for (int i = 0; i < 4 && mp; i++)
-			mp = strchr(mp + 1, ' ');
-		if (!mp)
+		if (!mounttab_field(line, 4, mp, sizeof(mp)))
 			continue;
-		mp++;
-		end = strchr(mp, ' ');
-		if (!end)
-			continue;
-		*end = '\0';
 		unescape(mp);
 		fd = (int)syscall(SYS_openat2, rootfd, mp[1] ? mp + 1 : ".", &how, sizeof(how));
 		if (fd < 0)

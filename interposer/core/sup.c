@@ -207,12 +207,9 @@ fail:
  * notifications of even a single process to the threads in turn (its wait is FIFO),
  * and on the 2-CPU VM we measure on that costs more than it saves (MOAT_NOTIFIERS=2:
  * /bin/true 1.19x, 200 fork+exec 1.17x, find 1.08x slower; two concurrent stat loops no
- * faster, the CPUs being the limit). MOAT_NOTIFIERS=N (1..MAX_NOTIFIERS) asks for more,
+ * faster, the CPUs being the limit). MOAT_NOTIFIERS=N (1..MAX_NOTIFIERS, ctx.h) asks for more,
  * for hosts where several sandboxed processes notify at once.
  */
-#define MAX_NOTIFIERS 8
-_Static_assert(MAX_NOTIFIERS <= ELEMENTSOF(((struct sup_ctx *)0)->notifier_tids),
-	       "every notifier thread's tid has a place in ctx.notifier_tids");
 struct notifier {
 	struct run *R;
 	pthread_t thread;
