@@ -353,8 +353,9 @@ static void read_comm(struct sup_call *c, char *buf, size_t len)
 
 			snprintf(p, sizeof(p), "/proc/%d/comm", c->tid);
 			*fd = open(p, O_RDONLY | O_CLOEXEC);
-			/* after a continued open the thread may still act for its caller
-			 * (lazy_creds()), whose authority may fall short of /proc here */
+			/* after a continued open or a change the thread may still act for
+			 * its caller (keeps_caller()), whose authority may fall short of /proc
+			 * here */
 			if (*fd < 0 && (errno == EACCES || errno == EPERM) && creds_self())
 				*fd = open(p, O_RDONLY | O_CLOEXEC);
 		}
@@ -688,8 +689,8 @@ static int write_back(struct sup_call *c, uint64_t addr, const void *buf, size_t
 	return r;
 }
 
-/* A path argument read while the thread may still act for an earlier caller (lazy_creds()):
- * a refusal of that subset of our authority is read again as ourselves. */
+/* A path argument read while the thread may still act for an earlier caller
+ * (keeps_caller()): a refusal of that subset of our authority is read again as ourselves. */
 static int copy_path_lazy(struct sup_call *c, uint64_t addr, char *buf)
 {
 	int r = copy_path(c, addr, buf);
@@ -708,7 +709,7 @@ static int stat_fd(struct sup_call *c, int64_t fd, struct stat *st)
 	if (fd_proc_path(c, fd, proc, sizeof(proc)) < 0)
 		return -EBADF;
 	/* /proc/<tid>/fd is ours to read: a refusal of an earlier caller's authority that the
-	 * thread still acts with (lazy_creds()) is asked again as ourselves */
+	 * thread still acts with (keeps_caller()) is asked again as ourselves */
 	if (stat(proc, st) < 0 && (!(errno == EACCES || errno == EPERM) || !creds_self() ||
 				   stat(proc, st) < 0))
 		return errno == ENOENT ? -EBADF : negative_errno();
@@ -2063,15 +2064,14 @@ static bool lazy_stat(const struct sup_call *c)
 /* The changes by name that read nothing of the caller's but their paths (copy_path_lazy())
  * and the directory they start from (make_caller(), which reads it again as ourselves
  * where the caller's authority falls short), and act as the caller (creds_caller(), which
- * takes a new caller's credentials in full): without --audit nothing of ours follows but
- * the reply. A run of git's links or an unnamespaced run's creates and removals then
- * keeps the caller's credentials from one call to the next: two capset() calls saved of
- * each (a link 5.5 us of about 31 over native here). Not a denial: its report may read
- * more. */
+ * takes a new caller's credentials in full): nothing of ours follows but the reply and,
+ * with --audit, the record (the caller's ids and comm, read as ourselves where the
+ * caller's authority falls short; a stack is ours: keeps_caller()). A run of git's links,
+ * an unnamespaced run's creates and removals or --audit's continued removals then keeps
+ * the caller's credentials from one call to the next: two capset() calls saved of each
+ * (a link 5.5 us of about 31 over native here). Not a denial: its report may read more. */
 static bool lazy_change(const struct sup_call *c)
 {
-	if (c->s->audit)
-		return false;
 	switch (c->e->id) {
 	case SC_link: case SC_rename: case SC_renameat: case SC_renameat2:
 	case SC_symlink: case SC_symlinkat: case SC_chmod: case SC_fchmodat: case SC_fchmodat2:
@@ -2084,16 +2084,25 @@ static bool lazy_change(const struct sup_call *c)
 	}
 }
 
-/* The calls that may start, and end, still acting for a caller (see dispatch_one()):
- * the stat family (above), and open and openat, whose handler reads tracee memory as ourselves whenever the caller's
- * authority falls short. What --audit adds after a continued open reads nothing of the
- * caller's but its comm (read_comm() retries that as ourselves) and its ids (memory);
- * a stack would read its memory and maps, so --audit-stacks all takes our own first. */
+/* The calls that may start still acting for a caller (see dispatch_one()): the stat
+ * family and the changes by name (above), and open and openat, whose handler reads tracee
+ * memory as ourselves whenever the caller's authority falls short. */
 static bool lazy_creds(const struct sup_call *c)
 {
-	return ((c->e->id == SC_open || c->e->id == SC_openat) &&
-		!(c->s->audit && audit_wants_stacks(c->s->audit, AUDIT_CONTINUED))) ||
-	       lazy_stat(c) || lazy_change(c);
+	return c->e->id == SC_open || c->e->id == SC_openat || lazy_stat(c) || lazy_change(c);
+}
+
+/* Whether a call handled may end still acting for its caller: what --audit adds after it
+ * reads nothing of the caller's but its comm (read_comm() retries that as ourselves) and
+ * its ids (memory); a stack reads its memory and maps as ourselves, so a decision whose
+ * stack is asked for takes our own authority first. */
+static bool keeps_caller(const struct sup_call *c)
+{
+	if (!lazy_creds(c) ||
+	    (c->s->audit && audit_wants_stacks(c->s->audit, audit_decision_of(c))))
+		return false;
+	return c->outcome == CALL_CONTINUE || lazy_stat(c) ||
+	       (lazy_change(c) && c->outcome == CALL_REPLY && !c->policy_denied);
 }
 
 void dispatch_one(struct sup_ctx *s, const struct seccomp_notif *req, struct tracee_cache *tc)
@@ -2156,9 +2165,8 @@ void dispatch_one(struct sup_ctx *s, const struct seccomp_notif *req, struct tra
 		atomic_store(&s->runtime_init, false);
 	/* What follows is ours: the stack, the reply, the record. A continued open has
 	 * nothing of ours left to do but the SEND, which no credential governs, and its
-	 * record (lazy_creds()). */
-	if (!(lazy_creds(&c) && (c.outcome == CALL_CONTINUE || lazy_stat(&c) ||
-				  (lazy_change(&c) && c.outcome == CALL_REPLY && !c.policy_denied))))
+	 * record (keeps_caller()). */
+	if (!keeps_caller(&c))
 		creds_self();
 	proctrack_call(&c); /* ids and an exec's argv, read while the caller still waits */
 	stack_ns = capture_stack(&c, &stack);

@@ -235,6 +235,16 @@ static bool own_thread(struct sup_ctx *s, pid_t tid)
 	return false;
 }
 
+/* Any thread of ours, a FIFO's waiter (dispatch.c) included: asked only of a tid whose ids
+ * proctrack could not tell, which is rare (a status read that failed). */
+static bool own_task(pid_t tid)
+{
+	char p[48];
+
+	snprintf(p, sizeof(p), "/proc/self/task/%d", tid);
+	return access(p, F_OK) == 0;
+}
+
 /*
  * An open the kernel performed in the sandbox's mounts. The event's fd is the object the
  * kernel opened (not a name a racing thread could change), its path the virtual one
@@ -284,7 +294,8 @@ static void on_open_event(struct stubwatch *w, const struct fanotify_event_metad
 	if (own_thread(w->s, md->pid))
 		return;
 	a = open_record_of(w->s, md->pid);
-	if (a.pid == getpid() || (w->keeper > 0 && a.pid == w->keeper))
+	if (a.pid == getpid() || (w->keeper > 0 && a.pid == w->keeper) ||
+	    (!a.sandbox_pid && own_task(md->pid)))
 		return;
 	(void)vfs_decide(w->s->vfs, vpath, VFS_WANT_READ, &verdict);
 	record_open(w->s, &a, sc_by_id(w->s->arch, SC_openat), vpath, AUDIT_NATIVE,

@@ -7,7 +7,7 @@
 # is the reference (setpriv dropping every capability).
 . "$MOAT_SRC/tests/lib/tap.sh"
 
-plan 30
+plan 31
 [ "$(id -u)" = 0 ] || skip_all "needs root: the cases need files of several owners"
 command -v python3 >/dev/null || skip_all "python3 is needed"
 command -v setpriv >/dev/null || skip_all "setpriv (util-linux) is needed"
@@ -254,20 +254,30 @@ if pid == 0:
                    lambda: os.link("rootonly", "link-%d" % i)):
             try:
                 op(); done += 1
-            except PermissionError:
+            except OSError:
                 pass
     os.write(w, str(done).encode()); os._exit(0)
+os.close(w)
 for i in range(200):
     os.chmod("rootonly", 0o640 if i % 2 else 0o600)
 os.waitpid(pid, 0)
-print("65534 did", os.read(r, 100).decode())
+print("65534 did", os.read(r, 100).decode() or "nothing: it died")
 PYEOF
 	out=$(in_sandbox namespaced python3 interleave.py)
 	[ "$out" = "65534 did 0" ] && [ "$(stat -c %a w/rootonly)" = 640 ] && ! ls w | grep -q '^link-'
 	ok $? "namespaced: 65534's chmods and links between root's own never run as root" \
 		"sandbox: $out; host: $(stat -c %a w/rootonly) $(ls w | grep -c '^link-') links"
+	# the same under --audit, whose record follows each change (keeps_caller())
+	cp w/interleave.py interleave.py && setup && cp interleave.py w/
+	out=$(cd w && "$MOAT" run -q --mode namespaced --audit "$TMP/interleave.moat" -- \
+		python3 interleave.py 2>&1)
+	[ "$out" = "65534 did 0" ] && [ "$(stat -c %a w/rootonly)" = 640 ] && ! ls w | grep -q '^link-' &&
+		[ -s "$TMP/interleave.moat" ]
+	ok $? "namespaced --audit: 65534's chmods and links between root's own never run as root" \
+		"sandbox: $out; host: $(stat -c %a w/rootonly) $(ls w | grep -c '^link-') links"
 else
 	skip "namespaced: interleaved callers" "moat cannot start in namespaced mode here"
+	skip "namespaced --audit: interleaved callers" "moat cannot start in namespaced mode here"
 fi
 
 # Started by 65534, namespaced: its sandbox holds that one id and no capability, so the
