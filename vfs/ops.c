@@ -645,6 +645,59 @@ static int removal_errno(const struct vfs *v, const struct vfs__walk *w, int fla
 	return r;
 }
 
+/*
+ * A directory whose every entry is hidden shows empty wherever the view leaves hidden names
+ * out (--strict-hide, unnamespaced, every emulated lookup), and ENOTEMPTY would tell that
+ * something is there. Its removal is refused instead, as a place the caller may not
+ * change is refused (EACCES), naming the rule that hides its first entry; nothing is
+ * removed. Returns that errno, or err unchanged when an entry is visible.
+ */
+static int hidden_entries_errno(const struct vfs *v, const struct vfs__walk *w, int err,
+                                struct vfs_verdict *verdict)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct linux_dirent64))));
+	char first[NAME_MAX + 1] = "", p[PATH_MAX];
+	const struct vfs__rule *ex, *h;
+	bool visible = false;
+	long n;
+	int fd;
+
+	if (err != -ENOTEMPTY && err != -EEXIST)
+		return err;
+	fd = vfs__reopen(v, w->fd, O_RDONLY | O_DIRECTORY);
+	if (fd < 0)
+		return err;
+	while (!visible && (n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
+		size_t kept;
+
+		for (long off = 0; off < n && !first[0];) {
+			const struct linux_dirent64 *d = (const void *)(buf + off);
+
+			if (!streq(d->d_name, ".") && !streq(d->d_name, ".."))
+				str_copy(first, sizeof(first), d->d_name);
+			off += d->d_reclen;
+		}
+		kept = vfs_filter_dirents(v, w->vpath, buf, (size_t)n);
+		for (size_t off = 0; off < kept && !visible;) {
+			const struct linux_dirent64 *d = (const void *)(buf + off);
+
+			visible = !streq(d->d_name, ".") && !streq(d->d_name, "..");
+			off += d->d_reclen;
+		}
+	}
+	close(fd);
+	if (visible || !first[0] ||
+	    (size_t)snprintf(p, sizeof(p), "%s/%s", streq(w->vpath, "/") ? "" : w->vpath, first) >=
+	            sizeof(p))
+		return err;
+	ex = vfs__mount_exact(v, p);
+	h = vfs__glob_latest(v, p);
+	vfs__verdict(verdict, -EACCES,
+	             ex && ex->kind == VFS__HIDE ? ex->desc : h ? h->desc : "its entries are hidden",
+	             w->vpath);
+	return -EACCES;
+}
+
 static int unlink_once(const struct vfs *v, const struct vfs_caller *c, const char *path,
                        int flags, struct vfs_verdict *verdict, bool decide_only)
 {
@@ -673,9 +726,11 @@ static int unlink_once(const struct vfs *v, const struct vfs_caller *c, const ch
 	if (r < 0)
 		return r;
 	if (decide_only && (r = removal_errno(v, &w, flags)) < 0)
-		return ret_err(verdict, r);
-	if (!decide_only && unlinkat(w.dirfd, w.hname, flags) < 0)
-		return ret_err(verdict, negative_errno());
+		return ret_err(verdict, hidden_entries_errno(v, &w, r, verdict));
+	if (!decide_only && unlinkat(w.dirfd, w.hname, flags) < 0) {
+		r = negative_errno();
+		return ret_err(verdict, flags & AT_REMOVEDIR ? hidden_entries_errno(v, &w, r, verdict) : r);
+	}
 	vfs__change_note(v, VFS_CHANGE_DELETED, w.vpath, NULL);
 	return 0;
 }

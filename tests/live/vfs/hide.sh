@@ -8,7 +8,7 @@
 . "$MOAT_SRC/tests/lib/tap.sh"
 . "$MOAT_SRC/tests/live/vfs/lib.sh"
 
-plan 45
+plan 48
 # moat runs from an unrelated empty directory: the default profile maps the caller's
 # cwd, which must not make the workspace reachable under its host path as well.
 mkdir "$TMP/cwd"
@@ -35,7 +35,7 @@ hidden() { no_secret "$TMP/out" "$SECRET" && no_secret "$TMP/err" "$SECRET" &&
 
 for mode in namespaced strict-hide unnamespaced; do
 	if ! have_mode "${mode/strict-hide/namespaced}"; then
-		for i in $(seq 15); do skip "$mode: case $i" "moat cannot start in $mode mode here"; done
+		for i in $(seq 16); do skip "$mode: case $i" "moat cannot start in $mode mode here"; done
 		continue
 	fi
 	make_workspace
@@ -107,6 +107,16 @@ for mode in namespaced strict-hide unnamespaced; do
 		grep -qx '0 444' "$TMP/out" && grep -qx UNREADABLE "$TMP/out" && hidden
 		ok $? "$mode: stat shows an empty stub of mode 0444, not the file, and it cannot be read" "$(diag)"
 	fi
+
+	# A directory whose only entry is hidden: where the name is hidden too, it lists
+	# empty, and its removal must not say "not empty" (that would tell something is
+	# there); it is refused, and the host's file stays.
+	mkdir "$W/only" && printf '%s\n' "$SECRET" >"$W/only/.env"
+	run_in $mode "ls -A $D/only; rmdir $D/only; rm -rf $D/only; echo done"
+	[ "$(cat "$W/only/.env" 2>/dev/null)" = "$SECRET" ] && hidden $names &&
+		{ [ -z "$names" ] || { ! grep -qi 'not empty' "$TMP/err" &&
+			grep -qi 'permission denied' "$TMP/err"; }; }
+	ok $? "$mode: a directory holding only the hidden file stays${names:+, refused as a place, not as not empty}" "$(diag)"
 
 	# Positive control: the rest of the workspace is readable and writable.
 	run_in $mode "cat $D/a.txt $D/sub/inner.txt && echo written > $D/new.txt"
