@@ -615,58 +615,26 @@ _public_ int vfs_mknod(const struct vfs *v, const struct vfs_caller *c, const ch
 	return 0;
 }
 
-/* A removal the kernel is to make, decided here: the errors it would give on the walk's
- * object that no rule gives (a directory unlinked, a file rmdir'ed, a directory with
- * entries), so that the change set is not told of a removal that fails. A directory
- * filled after this check fails in the kernel after all, and stays in the change set as
- * removed: only the run's own race does that. */
-static int removal_errno(const struct vfs *v, const struct vfs__walk *w, int flags)
-{
-	char buf[1024];
-	int fd, r = 0;
-	long n;
-
-	if (!(flags & AT_REMOVEDIR))
-		return S_ISDIR(w->st.st_mode) ? -EISDIR : 0;
-	if (!S_ISDIR(w->st.st_mode))
-		return -ENOTDIR;
-	fd = vfs__reopen(v, w->fd, O_RDONLY | O_DIRECTORY);
-	if (fd < 0)
-		return fd;
-	while (r == 0 && (n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0)
-		for (long off = 0; off < n && r == 0;) {
-			const struct linux_dirent64 *d = (const void *)(buf + off);
-
-			if (!streq(d->d_name, ".") && !streq(d->d_name, ".."))
-				r = -ENOTEMPTY;
-			off += d->d_reclen;
-		}
-	close(fd);
-	return r;
-}
-
 /*
- * A directory whose every entry is hidden shows empty wherever the view leaves hidden names
- * out (--strict-hide, unnamespaced, every emulated lookup), and ENOTEMPTY would tell that
- * something is there. Its removal is refused instead, as a place the caller may not
- * change is refused (EACCES), naming the rule that hides its first entry; nothing is
- * removed. Returns that errno, or err unchanged when an entry is visible.
+ * What a directory's entries say of its removal: 0 when it has none, ENOTEMPTY when one
+ * shows in the view, and EACCES, naming the rule that hides the first, when every one is
+ * hidden: such a directory lists empty wherever the view leaves hidden names out
+ * (--strict-hide, unnamespaced, every emulated lookup), and ENOTEMPTY would tell that
+ * something is there, so its removal is refused as a place the caller may not change is
+ * refused, and nothing is removed. A failed read gives its own errno.
  */
-static int hidden_entries_errno(const struct vfs *v, const struct vfs__walk *w, int err,
-                                struct vfs_verdict *verdict)
+static int entries_errno(const struct vfs *v, const struct vfs__walk *w,
+                         struct vfs_verdict *verdict)
 {
 	char buf[4096] __attribute__((aligned(__alignof__(struct linux_dirent64))));
 	char first[NAME_MAX + 1] = "", p[PATH_MAX];
 	const struct vfs__rule *ex, *h;
 	bool visible = false;
 	long n;
-	int fd;
+	int fd = vfs__reopen(v, w->fd, O_RDONLY | O_DIRECTORY);
 
-	if (err != -ENOTEMPTY && err != -EEXIST)
-		return err;
-	fd = vfs__reopen(v, w->fd, O_RDONLY | O_DIRECTORY);
 	if (fd < 0)
-		return err;
+		return fd;
 	while (!visible && (n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
 		size_t kept;
 
@@ -686,16 +654,33 @@ static int hidden_entries_errno(const struct vfs *v, const struct vfs__walk *w, 
 		}
 	}
 	close(fd);
-	if (visible || !first[0] ||
+	if (!first[0])
+		return 0;
+	if (visible ||
 	    (size_t)snprintf(p, sizeof(p), "%s/%s", streq(w->vpath, "/") ? "" : w->vpath, first) >=
 	            sizeof(p))
-		return err;
+		return -ENOTEMPTY;
 	ex = vfs__mount_exact(v, p);
 	h = vfs__glob_latest(v, p);
 	vfs__verdict(verdict, -EACCES,
 	             ex && ex->kind == VFS__HIDE ? ex->desc : h ? h->desc : "its entries are hidden",
 	             w->vpath);
 	return -EACCES;
+}
+
+/* A removal the kernel is to make, decided here: the errors it would give on the walk's
+ * object that no rule gives (a directory unlinked, a file rmdir'ed, a directory with
+ * entries: entries_errno()), so that the change set is not told of a removal that fails.
+ * A directory filled after this check fails in the kernel after all, and stays in the
+ * change set as removed: only the run's own race does that. */
+static int removal_errno(const struct vfs *v, const struct vfs__walk *w, int flags,
+                         struct vfs_verdict *verdict)
+{
+	if (!(flags & AT_REMOVEDIR))
+		return S_ISDIR(w->st.st_mode) ? -EISDIR : 0;
+	if (!S_ISDIR(w->st.st_mode))
+		return -ENOTDIR;
+	return entries_errno(v, w, verdict);
 }
 
 static int unlink_once(const struct vfs *v, const struct vfs_caller *c, const char *path,
@@ -725,11 +710,15 @@ static int unlink_once(const struct vfs *v, const struct vfs_caller *c, const ch
 	r = vfs__walk_policy(v, &w, VFS_WANT_CREATE, verdict);
 	if (r < 0)
 		return r;
-	if (decide_only && (r = removal_errno(v, &w, flags)) < 0)
-		return ret_err(verdict, hidden_entries_errno(v, &w, r, verdict));
+	if (decide_only && (r = removal_errno(v, &w, flags, verdict)) < 0)
+		return ret_err(verdict, r);
 	if (!decide_only && unlinkat(w.dirfd, w.hname, flags) < 0) {
 		r = negative_errno();
-		return ret_err(verdict, flags & AT_REMOVEDIR ? hidden_entries_errno(v, &w, r, verdict) : r);
+		/* the host's "not empty" of a directory the view shows empty */
+		if ((flags & AT_REMOVEDIR) && (r == -ENOTEMPTY || r == -EEXIST) &&
+		    entries_errno(v, &w, verdict) == -EACCES)
+			r = -EACCES;
+		return ret_err(verdict, r);
 	}
 	vfs__change_note(v, VFS_CHANGE_DELETED, w.vpath, NULL);
 	return 0;

@@ -23,9 +23,10 @@
  * creds.c for why they are not cached; CREDS_FIXED below for the one run where nothing
  * can change them), then applied only where they differ from what
  * the thread holds: a run of calls from the same caller costs one read and two capsets a
- * call, or the read alone for a run of continued opens, stats and (without --audit)
- * changes by name (link, rename, chmod, mkdir, unlink, ...), where the thread stays the
- * caller's from one call to the next (dispatch.c lazy_creds()).
+ * call, or the read alone for a run of continued opens, stats and changes by name (link,
+ * rename, chmod, mkdir, unlink, ...; with --audit, those whose stack is not asked for),
+ * where the thread stays the caller's from one call to the next (dispatch.c
+ * keeps_caller()).
  */
 #pragma once
 

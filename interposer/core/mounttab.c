@@ -140,7 +140,8 @@ static int stub_points(const char *mountinfo, const struct mounttab_stubs *stubs
 	for (const char *l = mountinfo; *l;) {
 		const char *nl = strchr(l, '\n');
 
-		if (mounttab_field(l, 2, f, sizeof(f)) && streq(f, dev) && mounttab_field(l, 3, f, sizeof(f)) &&
+		if (mounttab_field(l, 2, f, sizeof(f)) && streq(f, dev) &&
+		    mounttab_field(l, 3, f, sizeof(f)) &&
 		    (streq(f, "/" SPAWN_STUB_FILE) || streq(f, "/" SPAWN_STUB_DIR)) &&
 		    mounttab_field(l, 4, f, sizeof(f))) {
 			char **v = realloc(pts->v, (pts->n + 1) * sizeof(*v));
