@@ -621,7 +621,9 @@ _public_ int vfs_mknod(const struct vfs *v, const struct vfs_caller *c, const ch
  * hidden: such a directory lists empty wherever the view leaves hidden names out
  * (--strict-hide, unnamespaced, every emulated lookup), and ENOTEMPTY would tell that
  * something is there, so its removal is refused as a place the caller may not change is
- * refused, and nothing is removed. A failed read gives its own errno.
+ * refused, and nothing is removed. A failed reopen gives its errno; a read that fails
+ * midway ends the listing there (entries seen until then count; none seen, none), and
+ * the kernel's own removal then answers for the rest.
  */
 static int entries_errno(const struct vfs *v, const struct vfs__walk *w,
                          struct vfs_verdict *verdict)
