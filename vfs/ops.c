@@ -72,16 +72,20 @@ static int walk_existing(const struct vfs *v, const struct vfs_caller *c, const 
 }
 
 /* Walk to a name that must not exist yet, in a place the policy lets us create in: the
- * prologue of mkdir, mknod, symlink and link's new name. */
+ * prologue of mkdir (dir), mknod, symlink and link's new name. As the kernel's
+ * filename_create(): whatever is at the name, a symlink too, is EEXIST; a trailing slash
+ * on a name that does not exist asks for a directory, which only mkdir makes (ENOENT). */
 static int walk_new_entry(const struct vfs *v, const struct vfs_caller *c, const char *path,
-                          struct vfs__walk *w, struct vfs_verdict *verdict)
+                          bool dir, struct vfs__walk *w, struct vfs_verdict *verdict)
 {
-	int r = vfs__walk(v, c, path, VFS__NOFOLLOW | VFS__CREATE, 0, w, verdict);
+	int r = vfs__walk(v, c, path, VFS__NOFOLLOW | VFS__CREATE | VFS__NAMEOP, 0, w, verdict);
 
 	if (r < 0)
 		return ret_err(verdict, r);
 	if (w->exists || w->dot_last || w->dirfd < 0)
 		return ret_err(verdict, -EEXIST);
+	if (w->must_dir && !dir)
+		return ret_err(verdict, -ENOENT);
 	return vfs__walk_policy(v, w, VFS_WANT_CREATE, verdict);
 }
 
@@ -238,17 +242,18 @@ static int open_once(const struct vfs *v, const struct vfs_caller *c, const char
 	*ret_retry = false;
 	if (verdict)
 		verdict->creates = false;
-	wflags = (nofollow ? VFS__NOFOLLOW : 0) | ((flags & O_CREAT) ? VFS__CREATE : 0) |
-	         (decide_only ? VFS__STATONLY : 0);
+	wflags = (nofollow ? VFS__NOFOLLOW : 0) | (decide_only ? VFS__STATONLY : 0) |
+	         ((flags & O_CREAT) ? VFS__CREATE | VFS__NAMEOP : 0);
 	r = vfs__walk(v, c, path, wflags, resolve, &w, verdict);
 	if (r < 0)
 		return ret_err(verdict, r);
+	/* O_CREAT and "name/": the kernel looks no further than the parent */
+	if ((flags & O_CREAT) && w.must_dir)
+		return ret_err(verdict, -EISDIR);
 
 	if (!w.exists) {
 		if (!(flags & O_CREAT) || tmpfile)
 			return ret_err(verdict, -ENOENT);
-		if (w.must_dir)
-			return ret_err(verdict, -EISDIR);
 		r = vfs__walk_policy(v, &w, VFS_WANT_CREATE, verdict);
 		if (r < 0)
 			return r;
@@ -570,7 +575,7 @@ _public_ int vfs_mkdir(const struct vfs *v, const struct vfs_caller *c, const ch
 	_cleanup_walk_ struct vfs__walk w = { .dirfd = -1, .fd = -1 };
 	int r;
 
-	r = walk_new_entry(v, c, path, &w, verdict);
+	r = walk_new_entry(v, c, path, true, &w, verdict);
 	if (r < 0)
 		return r;
 	if (mkdirat(w.dirfd, w.hname, mode) < 0)
@@ -585,7 +590,7 @@ _public_ int vfs_mkdir_decide(const struct vfs *v, const struct vfs_caller *c, c
 	_cleanup_walk_ struct vfs__walk w = { .dirfd = -1, .fd = -1 };
 	int r;
 
-	r = walk_new_entry(v, c, path, &w, verdict);
+	r = walk_new_entry(v, c, path, true, &w, verdict);
 	if (r < 0)
 		return r;
 	vfs__change_note(v, VFS_CHANGE_CREATED, w.vpath, NULL);
@@ -606,7 +611,7 @@ _public_ int vfs_mknod(const struct vfs *v, const struct vfs_caller *c, const ch
 	}
 	if (type != 0 && type != S_IFREG && type != S_IFIFO && type != S_IFSOCK)
 		return ret_err(verdict, -EINVAL);
-	r = walk_new_entry(v, c, path, &w, verdict);
+	r = walk_new_entry(v, c, path, false, &w, verdict);
 	if (r < 0)
 		return r;
 	if (mknodat(w.dirfd, w.hname, mode & CREATE_MODE_MASK, 0) < 0)
@@ -693,7 +698,7 @@ static int unlink_once(const struct vfs *v, const struct vfs_caller *c, const ch
 
 	if (flags & ~AT_REMOVEDIR)
 		return ret_err(verdict, -EINVAL);
-	r = vfs__walk(v, c, path, VFS__NOFOLLOW, 0, &w, verdict);
+	r = vfs__walk(v, c, path, VFS__NOFOLLOW | VFS__NAMEOP, 0, &w, verdict);
 	if (r < 0)
 		return ret_err(verdict, r);
 	if (w.dot_last && (flags & AT_REMOVEDIR)) {
@@ -707,6 +712,11 @@ static int unlink_once(const struct vfs *v, const struct vfs_caller *c, const ch
 	}
 	if (!w.exists)
 		return ret_err(verdict, -ENOENT);
+	/* "name/" is a directory: unlink refuses one as ever, and a symlink is none */
+	if (w.must_dir && !S_ISDIR(w.st.st_mode))
+		return ret_err(verdict, -ENOTDIR);
+	if (w.must_dir && !(flags & AT_REMOVEDIR))
+		return ret_err(verdict, -EISDIR);
 	if (w.mount_root || w.dirfd < 0)
 		return ret_err(verdict, -EBUSY);
 	r = vfs__walk_policy(v, &w, VFS_WANT_CREATE, verdict);
@@ -789,10 +799,10 @@ _public_ int vfs_rename(const struct vfs *v, const struct vfs_caller *oldc, cons
 	/* a whiteout is a device node (0:0) */
 	if (flags & RENAME_WHITEOUT)
 		return ret_err(verdict, -EPERM);
-	r = walk_existing(v, oldc, oldpath, VFS__NOFOLLOW, 0, &o, verdict);
+	r = walk_existing(v, oldc, oldpath, VFS__NOFOLLOW | VFS__NAMEOP, 0, &o, verdict);
 	if (r < 0)
 		return r;
-	r = vfs__walk(v, newc, newpath, VFS__NOFOLLOW | VFS__CREATE, 0, &n, verdict);
+	r = vfs__walk(v, newc, newpath, VFS__NOFOLLOW | VFS__CREATE | VFS__NAMEOP, 0, &n, verdict);
 	if (r < 0)
 		return ret_err(verdict, r);
 	if ((flags & RENAME_EXCHANGE) && !n.exists)
@@ -801,6 +811,12 @@ _public_ int vfs_rename(const struct vfs *v, const struct vfs_caller *oldc, cons
 		return ret_err(verdict, -EBUSY);
 	if ((flags & RENAME_NOREPLACE) && n.exists)
 		return ret_err(verdict, -EEXIST);
+	/* a trailing slash names a directory (do_renameat2()): on either name unless the
+	 * source is one, on an exchanged target unless that is one */
+	if ((flags & RENAME_EXCHANGE) && n.must_dir && !S_ISDIR(n.st.st_mode))
+		return ret_err(verdict, -ENOTDIR);
+	if (!S_ISDIR(o.st.st_mode) && (o.must_dir || (n.must_dir && !(flags & RENAME_EXCHANGE))))
+		return ret_err(verdict, -ENOTDIR);
 	r = vfs__walk_policy(v, &o, VFS_WANT_CREATE, verdict);
 	if (r < 0)
 		return r;
@@ -845,7 +861,7 @@ _public_ int vfs_link(const struct vfs *v, const struct vfs_caller *oldc, const 
 	r = vfs__walk_policy(v, &o, VFS_WANT_READ, verdict);
 	if (r < 0)
 		return r;
-	r = walk_new_entry(v, newc, newpath, &n, verdict);
+	r = walk_new_entry(v, newc, newpath, false, &n, verdict);
 	if (r < 0)
 		return r;
 	if (o.mount_root || o.dirfd < 0 || entry_mount(&o) != entry_mount(&n))
@@ -885,7 +901,7 @@ _public_ int vfs_link_fd(const struct vfs *v, int fd, const char *fd_path,
 	r = vfs_decide(v, where, VFS_WANT_READ, verdict);
 	if (r < 0)
 		return r;
-	r = walk_new_entry(v, newc, newpath, &n, verdict);
+	r = walk_new_entry(v, newc, newpath, false, &n, verdict);
 	if (r < 0)
 		return r;
 	/* each mapping is its own mount in the sandbox: no links across them */
@@ -913,7 +929,7 @@ _public_ int vfs_symlink(const struct vfs *v, const char *target, const struct v
 		return ret_err(verdict, -ENOENT);
 	if (strlen(target) >= PATH_MAX)
 		return ret_err(verdict, -ENAMETOOLONG);
-	r = walk_new_entry(v, c, linkpath, &w, verdict);
+	r = walk_new_entry(v, c, linkpath, false, &w, verdict);
 	if (r < 0)
 		return r;
 	if (symlinkat(target, w.dirfd, w.hname) < 0)

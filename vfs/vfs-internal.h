@@ -275,6 +275,11 @@ enum {
 	                            link's or rename's new name, O_CREAT): a hidden name, or
 	                            one under a hidden directory, says EACCES, not ENOENT */
 	VFS__NOMAGIC = 1u << 3,  /* a magic link is ELOOP (the walk that checks one's text) */
+	VFS__NAMEOP = 1u << 4,   /* the operation acts on the last name itself (mkdir, mknod,
+	                            symlink, link's new name, unlink, rmdir, rename, O_CREAT):
+	                            as the kernel's parent lookups, a trailing slash neither
+	                            follows a symlink there nor refuses a non-directory; the
+	                            operation answers it (w->must_dir) */
 };
 
 /* A virtual path longer than PATH_MAX (a directory the caller reached by relative steps,

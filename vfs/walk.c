@@ -911,7 +911,8 @@ static int walk_once(const struct vfs *v, const struct vfs_caller *c, const char
 		name[nl] = '\0';
 		pos = e - rem;
 		last = rem[pos + strspn(rem + pos, "/")] == '\0';
-		follow = !last || !(flags & VFS__NOFOLLOW) || w->must_dir;
+		follow = !last || !(flags & VFS__NOFOLLOW) ||
+		         (w->must_dir && !(flags & VFS__NAMEOP));
 
 		if (!last && (jumped = jump_dirs(v, w, rem, (size_t)(s - rem))) > 0) {
 			pos = jumped;
@@ -1022,7 +1023,8 @@ static int walk_once(const struct vfs *v, const struct vfs_caller *c, const char
 		}
 	}
 
-	if (w->exists && w->must_dir && !S_ISDIR(w->st.st_mode) && !S_ISLNK(w->st.st_mode))
+	if (w->exists && w->must_dir && !(flags & VFS__NAMEOP) && !S_ISDIR(w->st.st_mode) &&
+	    !S_ISLNK(w->st.st_mode))
 		return -ENOTDIR;
 	/* the path ended on a directory passed through by type only (the root, a mapping
 	 * root, "." or ".."): its real stat now, fresh */

@@ -165,7 +165,57 @@ print(sorted(os.listdir(fd))[0][:4], os.path.exists(\"/proc/self/fd/%d\" % fd))
 ls -A | tr "\n" " "; echo; rm f.txt l; ls -A | wc -w
 cd "$top" && rm -rf $n && echo removed; ls -A | wc -w'"'"''
 
-ALL_CASES=(pipeline umask tar git make pytest mp sqlite proc venv sdist users npm deep)
+# a trailing slash on every call by name: a lookup follows the last symlink and wants a
+# directory; mkdir, mknod, symlink, link, unlink, rmdir, rename and O_CREAT act on the
+# name itself and refuse a slash each in its own way (fs/namei.c), which moat's own
+# versions of them must answer alike (the calls it makes for the sandbox)
+case_slashes_setup() {
+	mkdir emp full && echo one >a.txt && echo two >full/x && ln -s emp le && ln -s a.txt lf &&
+		ln -s nowhere ld && cat >slashes.py <<'PYS'
+import os
+def t(name, f):
+    try:
+        f()
+        print(name, "ok")
+    except OSError as e:
+        print(name, e.strerror)
+t("link new/", lambda: os.link("a.txt", "n1/"))
+t("link old/", lambda: os.link("a.txt/", "n1"))
+t("symlink new/", lambda: os.symlink("x", "n2/"))
+t("mkfifo new/", lambda: os.mkfifo("n3/"))
+t("creat new/", lambda: os.open("n4/", os.O_CREAT | os.O_WRONLY, 0o600))
+t("mkdir new/", lambda: os.mkdir("n5/"))
+t("mkdir dangling/", lambda: os.mkdir("ld/"))
+t("mkdir file/", lambda: os.mkdir("a.txt/"))
+t("symlink dangling/", lambda: os.symlink("x", "ld/"))
+t("link dangling/", lambda: os.link("a.txt", "ld/"))
+t("mkfifo link/", lambda: os.mkfifo("lf/"))
+t("creat file/", lambda: os.open("a.txt/", os.O_CREAT | os.O_RDONLY))
+t("creat dir/", lambda: os.open("emp/", os.O_CREAT | os.O_RDONLY))
+t("creat dangling/", lambda: os.open("ld/", os.O_CREAT | os.O_WRONLY, 0o600))
+t("rmdir link/", lambda: os.rmdir("le/"))
+t("rmdir file/", lambda: os.rmdir("a.txt/"))
+t("unlink link/", lambda: os.unlink("le/"))
+t("unlink filelink/", lambda: os.unlink("lf/"))
+t("unlink dir/", lambda: os.unlink("emp/"))
+t("unlink file/", lambda: os.unlink("a.txt/"))
+t("rename file new/", lambda: os.rename("a.txt", "n6/"))
+t("rename file/ new", lambda: os.rename("a.txt/", "n6"))
+t("rename link/ new", lambda: os.rename("le/", "n6"))
+t("rename dir link/", lambda: os.rename("n5", "le/"))
+t("rename dir dangling/", lambda: os.rename("n5", "ld/"))
+t("rename dir file/", lambda: os.rename("n5", "a.txt/"))
+t("rename dir full/", lambda: os.rename("n5", "full/"))
+t("rename dir/ new/", lambda: os.rename("n5/", "n7/"))
+t("stat link/", lambda: os.lstat("le/"))
+t("stat filelink/", lambda: os.lstat("lf/"))
+t("readlink link/", lambda: os.readlink("le/"))
+print(sorted(os.listdir(".")), sorted(os.listdir("emp")), os.path.lexists("nowhere"))
+PYS
+}
+case_slashes_cmd="$PY slashes.py"
+
+ALL_CASES=(pipeline umask tar git make pytest mp sqlite proc venv sdist users npm deep slashes)
 
 # --- the machinery
 

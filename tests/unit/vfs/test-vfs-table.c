@@ -662,6 +662,81 @@ static void test_entry_ops(void **state)
 
 /* --- getdents ------------------------------------------------------------------------------- */
 
+/*
+ * A trailing slash, as the kernel answers it (fs/namei.c): a lookup follows the last
+ * symlink and wants a directory; an operation on the name itself (mkdir, mknod, symlink,
+ * link's new name, unlink, rmdir, rename, O_CREAT) never follows it, and refuses with
+ * its own error. Each row's errno is what the same call gives natively (the compat
+ * case "slashes" compares them side by side); the host tree shows nothing was done.
+ */
+static void test_trailing_slash(void **state)
+{
+	struct vfs *v = ws_vfs();
+	struct vfs_caller c = { .pid = getpid(), .tgid = getpid(), .base = "/ws" };
+	char p[PATH_MAX + 64];
+	struct stat st;
+
+	(void)state;
+	mk("ws/emp");
+	snprintf(p, sizeof(p), "%s/ws/le", T);
+	assert_int_equal(symlink("emp", p), 0);       /* to a directory */
+	snprintf(p, sizeof(p), "%s/ws/lf", T);
+	assert_int_equal(symlink("a.txt", p), 0);     /* to a file */
+	snprintf(p, sizeof(p), "%s/ws/ld", T);
+	assert_int_equal(symlink("nowhere", p), 0);   /* dangling */
+
+	/* a new name with a slash is a directory to be: only mkdir makes one */
+	assert_int_equal(vfs_link(v, &c, "a.txt", &c, "n1/", 0, NULL), -ENOENT);
+	assert_int_equal(vfs_symlink(v, "x", &c, "n2/", NULL), -ENOENT);
+	assert_int_equal(vfs_mknod(v, &c, "n3/", S_IFIFO | 0600, 0, NULL), -ENOENT);
+	assert_int_equal(vfs_open(v, &c, "n4/", O_CREAT | O_WRONLY, 0600, 0, NULL), -EISDIR);
+	assert_int_equal(vfs_mkdir(v, &c, "n5/", 0755, NULL), 0);
+	/* whatever is at the name exists, a symlink too (not followed) */
+	assert_int_equal(vfs_mkdir(v, &c, "ld/", 0755, NULL), -EEXIST);
+	assert_int_equal(vfs_mkdir(v, &c, "a.txt/", 0755, NULL), -EEXIST);
+	assert_int_equal(vfs_symlink(v, "x", &c, "ld/", NULL), -EEXIST);
+	assert_int_equal(vfs_link(v, &c, "a.txt", &c, "ld/", 0, NULL), -EEXIST);
+	assert_int_equal(vfs_open(v, &c, "a.txt/", O_CREAT | O_RDONLY, 0600, 0, NULL), -EISDIR);
+	assert_int_equal(vfs_open(v, &c, "emp/", O_CREAT | O_RDONLY, 0600, 0, NULL), -EISDIR);
+	/* removals: a symlink to a directory is no directory */
+	assert_int_equal(vfs_unlink(v, &c, "le/", AT_REMOVEDIR, NULL), -ENOTDIR);
+	assert_int_equal(vfs_unlink(v, &c, "le/", 0, NULL), -ENOTDIR);
+	assert_int_equal(vfs_unlink(v, &c, "lf/", 0, NULL), -ENOTDIR);
+	assert_int_equal(vfs_unlink(v, &c, "emp/", 0, NULL), -EISDIR);
+	/* rename: a slash on either name is refused unless the source is a directory */
+	assert_int_equal(vfs_rename(v, &c, "a.txt", &c, "n6/", 0, NULL), -ENOTDIR);
+	assert_int_equal(vfs_rename(v, &c, "a.txt/", &c, "n6", 0, NULL), -ENOTDIR);
+	assert_int_equal(vfs_rename(v, &c, "le/", &c, "n6", 0, NULL), -ENOTDIR);
+	assert_int_equal(vfs_rename(v, &c, "n5", &c, "le/", 0, NULL), -ENOTDIR);
+	assert_int_equal(vfs_rename(v, &c, "n5", &c, "ld/", 0, NULL), -ENOTDIR);
+	assert_int_equal(vfs_rename(v, &c, "a.txt", &c, "ld/", RENAME_EXCHANGE, NULL), -ENOTDIR);
+	assert_int_equal(vfs_rename(v, &c, "n5/", &c, "n7/", 0, NULL), 0);
+	/* lookups still follow the slash */
+	assert_int_equal(vfs_stat(v, &c, "le/", AT_SYMLINK_NOFOLLOW, &st, NULL), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(vfs_stat(v, &c, "lf/", AT_SYMLINK_NOFOLLOW, &st, NULL), -ENOTDIR);
+
+	/* the host tree: nothing made, removed or moved but n5 -> n7 */
+	const char *absent[] = { "n1", "n2", "n3", "n4", "n5", "n6", "nowhere", "emp/n5" };
+	const char *present[] = { "a.txt", "emp", "le", "lf", "ld", "n7" };
+
+	for (size_t i = 0; i < sizeof(absent) / sizeof(*absent); i++) {
+		snprintf(p, sizeof(p), "%s/ws/%s", T, absent[i]);
+		if (lstat(p, &st) == 0) {
+			print_error("%s exists\n", absent[i]);
+			fail();
+		}
+	}
+	for (size_t i = 0; i < sizeof(present) / sizeof(*present); i++) {
+		snprintf(p, sizeof(p), "%s/ws/%s", T, present[i]);
+		if (lstat(p, &st) < 0) {
+			print_error("%s is gone\n", present[i]);
+			fail();
+		}
+	}
+	vfs_free(v);
+}
+
 static void test_dirents(void **state)
 {
 	struct vfs *v = ws_vfs();
@@ -1023,6 +1098,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_broad_bind, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_decide, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_entry_ops, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_trailing_slash, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dirents, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_changes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_changes_many, setup, teardown),
