@@ -1064,16 +1064,20 @@ _public_ int vfs_resolve(const struct vfs *v, const struct vfs_caller *c, const 
 	_cleanup_walk_ struct vfs__walk w = { .dirfd = -1, .fd = -1 };
 	int r, fd;
 
+	bool creates = (want & VFS_WANT_CREATE) && (want & VFS_WANT_PARENT);
+
+	/* a name to create is never followed, whatever is there (filename_create()) */
 	r = vfs__walk(v, c, path, ((want & VFS_WANT_NOFOLLOW) ? VFS__NOFOLLOW : 0) |
-	              ((want & VFS_WANT_CREATE) && (want & VFS_WANT_PARENT) ? VFS__CREATE : 0), 0,
-	              &w, verdict);
+	              (creates ? VFS__CREATE | VFS__NAMEOP | VFS__NOFOLLOW : 0), 0, &w, verdict);
 	if (r < 0)
 		return ret_err(verdict, r);
 	if (want & VFS_WANT_PARENT) {
 		if (w.dot_last || w.mount_root || w.dirfd < 0)
 			return ret_err(verdict, -EBUSY);
-		if ((want & VFS_WANT_CREATE) && w.exists)
+		if (creates && w.exists)
 			return ret_err(verdict, -EEXIST);
+		if (creates && w.must_dir) /* "name/" would be a directory */
+			return ret_err(verdict, -ENOENT);
 		r = vfs__walk_policy(v, &w, want & ~(VFS_WANT_PARENT | VFS_WANT_NOFOLLOW), verdict);
 		if (r < 0)
 			return r;

@@ -984,12 +984,54 @@ static void handle_symlink(struct sup_call *c, uint64_t target, int64_t newdirfd
 	set_result(c, vfs_symlink(c->s->vfs, c->path2, &caller, c->path, &c->verdict));
 }
 
+static void fd_meta(struct sup_call *c, int tfd, const struct timespec *times);
+
+/*
+ * fchmodat2 and fchownat with AT_EMPTY_PATH and an empty name act on dirfd's own file,
+ * as fchmod and fchown do (any fd, an O_PATH one too), or on the cwd for AT_FDCWD (then
+ * named "." by the caller's path form). With a name the flag means nothing. Returns true
+ * when the call is answered here; *flags loses the flag either way.
+ */
+static bool meta_empty_path(struct sup_call *c, int64_t dirfd, uint64_t path, int *flags)
+{
+	int r;
+
+	if (!(*flags & AT_EMPTY_PATH))
+		return false;
+	*flags &= ~AT_EMPTY_PATH;
+	if ((int)dirfd == AT_FDCWD)
+		return false;
+	r = copy_path_lazy(c, path, c->path);
+	if (r < 0) {
+		set_result(c, r);
+		return true;
+	}
+	if (c->path[0])
+		return false;
+	fd_meta(c, (int)dirfd, NULL);
+	return true;
+}
+
+/* the path form's prologue, where an empty name with AT_EMPTY_PATH (meta_empty_path()
+ * left only AT_FDCWD's) is the cwd */
+static int prep_meta_path(struct sup_call *c, int64_t dirfd, uint64_t path, bool empty_ok,
+			  char *base, struct vfs_caller *caller)
+{
+	int r = prep_path(c, dirfd, path, c->path, base, caller);
+
+	if (r >= 0 && empty_ok && !c->path[0])
+		str_copy(c->path, PATH_MAX, ".");
+	return r;
+}
+
 static void handle_chmod(struct sup_call *c, int64_t dirfd, uint64_t path, mode_t mode, int flags)
 {
 	char base[PATH_MAX];
 	struct vfs_caller caller;
+	bool empty_ok = flags & AT_EMPTY_PATH;
 
-	if (prep_path(c, dirfd, path, c->path, base, &caller) < 0)
+	if (meta_empty_path(c, dirfd, path, &flags) ||
+	    prep_meta_path(c, dirfd, path, empty_ok, base, &caller) < 0)
 		return;
 	set_result(c, vfs_chmod(c->s->vfs, &caller, c->path, mode, flags, &c->verdict));
 }
@@ -999,8 +1041,10 @@ static void handle_chown(struct sup_call *c, int64_t dirfd, uint64_t path, uid_t
 {
 	char base[PATH_MAX];
 	struct vfs_caller caller;
+	bool empty_ok = flags & AT_EMPTY_PATH;
 
-	if (prep_path(c, dirfd, path, c->path, base, &caller) < 0)
+	if (meta_empty_path(c, dirfd, path, &flags) ||
+	    prep_meta_path(c, dirfd, path, empty_ok, base, &caller) < 0)
 		return;
 	set_result(c, vfs_chown(c->s->vfs, &caller, c->path, uid, gid, flags, &c->verdict));
 }
@@ -1018,8 +1062,6 @@ static void handle_truncate(struct sup_call *c)
 /* utime, utimes, futimesat, utimensat: normalise to utimensat's timespec pair. A NULL
  * path (futimens) names the fd: decided by its /proc link and performed on a copy of it,
  * as fchmod is (fd_meta(): an fd opened read-only on a ro mapping must not set times). */
-static void fd_meta(struct sup_call *c, int tfd, const struct timespec *times);
-
 enum times_layout {
 	TIMES_TIMESPEC, /* utimensat: struct timespec[2] */
 	TIMES_TIMEVAL,  /* utimes/futimesat: struct timeval[2] */
@@ -1180,6 +1222,15 @@ static void fd_meta(struct sup_call *c, int tfd, const struct timespec *times)
 		break;
 	case SC_fchown:
 		r = RET_NERRNO(fchown(fd, (uid_t)ARG(c, 1), (gid_t)ARG(c, 2)));
+		break;
+	/* by AT_EMPTY_PATH (meta_empty_path()): through the copy's /proc link, which an
+	 * O_PATH fd allows as the kernel allows it by the caller's fd */
+	case SC_fchmodat2:
+		r = RET_NERRNO(fchmodat(AT_FDCWD, proc, vfs_chmod_mode(st.st_mode, (mode_t)ARG(c, 2)),
+					0));
+		break;
+	case SC_fchownat:
+		r = RET_NERRNO(fchownat(AT_FDCWD, proc, (uid_t)ARG(c, 2), (gid_t)ARG(c, 3), 0));
 		break;
 	case SC_fsetxattr:
 		r = RET_NERRNO(fsetxattr(fd, name, value, size, (int)ARG(c, 4)));

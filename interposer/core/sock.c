@@ -636,6 +636,10 @@ static int decide_unix(struct sup_call *c, struct sockaddr_storage *ss, socklen_
 		return fd;
 	fd = vfs_resolve(c->s->vfs, &caller, c->path,
 			 call_want(c) | (binding ? VFS_WANT_PARENT : 0), name, &c->verdict);
+	if (binding && fd == -EEXIST) { /* unix_bind_bsd(): a name already there */
+		fd = -EADDRINUSE;
+		c->verdict.err = EADDRINUSE;
+	}
 	if (fd < 0) {
 		if (c->verdict.denied) {
 			/* the rule's errno is the answer, not a success */

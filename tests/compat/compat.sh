@@ -215,7 +215,43 @@ PYS
 }
 case_slashes_cmd="$PY slashes.py"
 
-ALL_CASES=(pipeline umask tar git make pytest mp sqlite proc venv sdist users npm deep slashes)
+# calls that name a file by an fd and an empty name (AT_EMPTY_PATH: an O_PATH fd too,
+# AT_FDCWD for the cwd), and a unix socket bound where a name already is (a file, a
+# directory, a dangling symlink: EADDRINUSE, nothing made at the link's target)
+case_byfd_setup() {
+	mkdir d && echo one >f.txt && ln -s target dangling && cat >byfd.py <<'PYS'
+import ctypes, os, socket
+libc = ctypes.CDLL(None, use_errno=True)
+SYS_fchmodat2, AT_EMPTY_PATH = 452, 0x1000
+def r(name, ret):
+    print(name, ret, os.strerror(ctypes.get_errno()) if ret < 0 else "")
+    ctypes.set_errno(0)
+fd = os.open("f.txt", os.O_RDONLY)
+op = os.open("f.txt", os.O_PATH)
+r("fchmodat2 fd", libc.syscall(SYS_fchmodat2, fd, b"", 0o640, AT_EMPTY_PATH))
+print(oct(os.stat("f.txt").st_mode))
+r("fchmodat2 O_PATH", libc.syscall(SYS_fchmodat2, op, b"", 0o600, AT_EMPTY_PATH))
+print(oct(os.stat("f.txt").st_mode))
+r("fchownat O_PATH", libc.fchownat(op, b"", os.getuid(), os.getgid(), AT_EMPTY_PATH))
+r("fchownat fd", libc.fchownat(fd, b"", -1, -1, AT_EMPTY_PATH))
+r("fchownat no flag", libc.fchownat(fd, b"", -1, -1, 0))
+r("fchmodat2 no flag", libc.syscall(SYS_fchmodat2, fd, b"", 0o600, 0))
+os.chdir("d")
+r("fchmodat2 cwd", libc.syscall(SYS_fchmodat2, -100, b"", 0o711, AT_EMPTY_PATH))
+os.chdir("..")
+print(oct(os.stat("d").st_mode))
+for name in ("f.txt", "d/", "dangling", "new/"):
+    try:
+        socket.socket(socket.AF_UNIX).bind(name)
+        print("bind", name, "ok")
+    except OSError as e:
+        print("bind", name, e.strerror)
+print(sorted(os.listdir(".")), os.path.lexists("target"))
+PYS
+}
+case_byfd_cmd="$PY byfd.py"
+
+ALL_CASES=(pipeline umask tar git make pytest mp sqlite proc venv sdist users npm deep slashes byfd)
 
 # --- the machinery
 
