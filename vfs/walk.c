@@ -833,6 +833,7 @@ static int walk_once(const struct vfs *v, const struct vfs_caller *c, const char
 	char rem_buf[REM_MAX], target[PATH_MAX], name[NAME_MAX + 2];
 	char *rem = rem_buf;
 	const char *root = "/";
+	const struct vfs__rule *start_mount = NULL;
 	size_t plen, pos = 0, remcap = sizeof(rem_buf);
 	int budget = MAX_SYMLINKS, r;
 
@@ -885,6 +886,8 @@ static int walk_once(const struct vfs *v, const struct vfs_caller *c, const char
 		if ((r = go_long(w, &rem, &remcap)) < 0)
 			return r;
 	}
+	if (resolve & RESOLVE_NO_XDEV)
+		start_mount = vfs__mount_covering(v, path[0] == '/' ? root : c->base);
 	if (path[0] == '/' && !(resolve & RESOLVE_IN_ROOT))
 		str_copy(rem, remcap, path);
 	else if ((r = rem_join(rem, remcap, c->base, strlen(c->base), path)) < 0)
@@ -936,6 +939,9 @@ static int walk_once(const struct vfs *v, const struct vfs_caller *c, const char
 					return -EXDEV;
 				continue;
 			}
+			/* out of a mapping's root is out of its mount */
+			if ((resolve & RESOLVE_NO_XDEV) && w->mount_root)
+				return -EXDEV;
 			if ((r = rem_join(rem, remcap, w->vpath, parent_len(w), rem + pos)) < 0)
 				return r;
 			pos = 0;
@@ -970,6 +976,12 @@ static int walk_once(const struct vfs *v, const struct vfs_caller *c, const char
 				return -ELOOP;
 			/* the kernel's nd_jump_link(): not safe for scoped lookups */
 			if (magic && (resolve & (RESOLVE_IN_ROOT | RESOLVE_BENEATH)))
+				return -EXDEV;
+			/* RESOLVE_NO_XDEV: a magic link lands on the mount of what it names, an
+			 * absolute target on the root's (nd_jump_link(), nd_jump_root()) */
+			if ((resolve & RESOLVE_NO_XDEV) &&
+			    (magic ? tgt[0] != '/' || vfs__mount_covering(v, tgt) != w->mount
+			           : tgt[0] == '/' && vfs__mount_covering(v, root) != w->mount))
 				return -EXDEV;
 			if (magic && (r = deleted_target(v, w, tgt, last)) != 0) {
 				if (r < 0)
@@ -1026,6 +1038,11 @@ static int walk_once(const struct vfs *v, const struct vfs_caller *c, const char
 	if (w->exists && w->must_dir && !(flags & VFS__NAMEOP) && !S_ISDIR(w->st.st_mode) &&
 	    !S_ISLNK(w->st.st_mode))
 		return -ENOTDIR;
+	/* RESOLVE_NO_XDEV: each mapping is a mount of the sandbox's (the view's, in either
+	 * mode); ".." and jumps out of one are refused above, and a walk that ends in
+	 * another mapping than it began in went down into it */
+	if ((resolve & RESOLVE_NO_XDEV) && vfs__mount_covering(v, w->vpath) != start_mount)
+		return -EXDEV;
 	/* the path ended on a directory passed through by type only (the root, a mapping
 	 * root, "." or ".."): its real stat now, fresh */
 	if (w->exists && !w->st_full) {
