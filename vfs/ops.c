@@ -242,6 +242,11 @@ static int open_once(const struct vfs *v, const struct vfs_caller *c, const char
 	*ret_retry = false;
 	if (verdict)
 		verdict->creates = false;
+	/* build_open_flags(), before any lookup: O_TMPFILE's own bit comes with O_DIRECTORY
+	 * (glibc's __O_TMPFILE holds both), without O_CREAT, and for writing */
+	if ((flags & O_TMPFILE & ~O_DIRECTORY) &&
+	    ((flags & (O_TMPFILE | O_CREAT)) != O_TMPFILE || acc == O_RDONLY))
+		return ret_err(verdict, -EINVAL);
 	wflags = (nofollow ? VFS__NOFOLLOW : 0) | (decide_only ? VFS__STATONLY : 0) |
 	         ((flags & O_CREAT) ? VFS__CREATE | VFS__NAMEOP : 0);
 	r = vfs__walk(v, c, path, wflags, resolve, &w, verdict);
@@ -319,8 +324,9 @@ static int open_once(const struct vfs *v, const struct vfs_caller *c, const char
 		fd = vfs__reopen(v, w.fd, O_RDONLY | (S_ISDIR(w.st.st_mode) ? O_DIRECTORY : 0));
 	else if (tmpfile)
 		/* in the directory itself ("." of its fd: no name to swap), with the mode the
-		 * program gave (a reopen through /proc would take none) */
-		fd = RET_NERRNO(openat(w.fd, ".", (flags & ~(O_CREAT | O_EXCL | O_NOFOLLOW)) | O_CLOEXEC,
+		 * program gave (a reopen through /proc would take none); O_EXCL kept: with
+		 * O_TMPFILE it means the file may never get a name (linkat refuses it) */
+		fd = RET_NERRNO(openat(w.fd, ".", (flags & ~(O_CREAT | O_NOFOLLOW)) | O_CLOEXEC,
 		                       mode & CREATE_MODE_MASK));
 	else
 		fd = vfs__reopen(v, open_source(&w), flags);

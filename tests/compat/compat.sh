@@ -251,7 +251,35 @@ PYS
 }
 case_byfd_cmd="$PY byfd.py"
 
-ALL_CASES=(pipeline umask tar git make pytest mp sqlite proc venv sdist users npm deep slashes byfd)
+# O_TMPFILE's flags as build_open_flags() checks them (with O_DIRECTORY, without O_CREAT,
+# for writing: EINVAL before any lookup), and O_EXCL's meaning with it: the file never
+# gets a name (linkat refuses it); without O_EXCL linkat names it
+case_tmpfile_setup() {
+	cat >tmpfile.py <<'PYS'
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+BIT = os.O_TMPFILE & ~os.O_DIRECTORY
+def t(name, flags):
+    try:
+        fd = os.open(".", flags, 0o600)
+    except OSError as e:
+        print(name, e.strerror)
+        return
+    os.write(fd, name.encode())
+    r = libc.linkat(fd, b"", -100, name.encode(), 0x1000)
+    print(name, "opened, linkat", r, os.strerror(ctypes.get_errno()) if r else "")
+    ctypes.set_errno(0)
+t("plain", os.O_TMPFILE | os.O_RDWR)
+t("excl", os.O_TMPFILE | os.O_RDWR | os.O_EXCL)
+t("creat", os.O_TMPFILE | os.O_RDWR | os.O_CREAT)
+t("rdonly", os.O_TMPFILE | os.O_RDONLY)
+t("nodir", BIT | os.O_RDWR)
+print(sorted(os.listdir(".")))
+PYS
+}
+case_tmpfile_cmd="$PY tmpfile.py"
+
+ALL_CASES=(pipeline umask tar git make pytest mp sqlite proc venv sdist users npm deep slashes byfd tmpfile)
 
 # --- the machinery
 
