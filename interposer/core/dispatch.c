@@ -1273,6 +1273,10 @@ static void handle_xattr(struct sup_call *c, enum xattr_follow follow, enum xatt
 			return set_result(c, r == -ENAMETOOLONG ? -ERANGE : r);
 	}
 	size = (size_t)(op == XATTR_REMOVE ? 0 : ARG(c, op == XATTR_LIST ? 2 : 3));
+	/* the kernel's setxattr() refuses a value past XATTR_SIZE_MAX; a get or list
+	 * buffer past it is only clamped (as here) */
+	if (op == XATTR_SET && size > sizeof(value))
+		return set_result(c, -E2BIG);
 	if (size > sizeof(value))
 		size = sizeof(value);
 	if (op == XATTR_SET) {

@@ -279,7 +279,41 @@ PYS
 }
 case_tmpfile_cmd="$PY tmpfile.py"
 
-ALL_CASES=(pipeline umask tar git make pytest mp sqlite proc venv sdist users npm deep slashes byfd tmpfile)
+# user.* xattrs by name, which moat gets and sets itself: flags, a value past
+# XATTR_SIZE_MAX (E2BIG), buffers too small (ERANGE) and size queries, a symlink
+# without following it (EPERM for user.*)
+case_xattr_setup() {
+	echo one >f.txt && ln -s f.txt lnk && cat >xattr.py <<'PYS'
+import ctypes, errno, os
+libc = ctypes.CDLL(None, use_errno=True)
+def t(name, f):
+    try:
+        print(name, "ok", f())
+    except OSError as e:
+        print(name, errno.errorcode[e.errno])
+t("set", lambda: os.setxattr("f.txt", "user.a", b"1"))
+t("create, exists", lambda: os.setxattr("f.txt", "user.a", b"2", os.XATTR_CREATE))
+t("replace, missing", lambda: os.setxattr("f.txt", "user.b", b"2", os.XATTR_REPLACE))
+t("get", lambda: os.getxattr("f.txt", "user.a"))
+t("get via link", lambda: os.getxattr("lnk", "user.a"))
+t("set on link itself", lambda: os.setxattr("lnk", "user.c", b"1", follow_symlinks=False))
+t("past XATTR_SIZE_MAX", lambda: os.setxattr("f.txt", "user.big", b"x" * 70000))
+t("unknown namespace", lambda: os.setxattr("f.txt", "bogus.a", b"1"))
+t("set long", lambda: os.setxattr("f.txt", "user.long", b"abcdef"))
+buf = ctypes.create_string_buffer(2)
+print("get, small buffer", libc.getxattr(b"f.txt", b"user.long", buf, 2), ctypes.get_errno())
+print("get, size query", libc.getxattr(b"f.txt", b"user.long", None, 0))
+print("list, size query", libc.listxattr(b"f.txt", None, 0))
+print("list, small buffer", libc.listxattr(b"f.txt", buf, 2), ctypes.get_errno())
+t("remove", lambda: os.removexattr("f.txt", "user.a"))
+t("remove, missing", lambda: os.removexattr("f.txt", "user.a"))
+t("list", lambda: sorted(os.listxattr("f.txt")))
+t("list, missing file", lambda: os.listxattr("nope"))
+PYS
+}
+case_xattr_cmd="$PY xattr.py"
+
+ALL_CASES=(pipeline umask tar git make pytest mp sqlite proc venv sdist users npm deep slashes byfd tmpfile xattr)
 
 # --- the machinery
 
