@@ -718,6 +718,9 @@ static int unlink_once(const struct vfs *v, const struct vfs_caller *c, const ch
 	}
 	if (!w.exists)
 		return ret_err(verdict, -ENOENT);
+	/* do_unlinkat(): a path without a last name ("/", ".", "..") is a directory */
+	if (!(flags & AT_REMOVEDIR) && (w.dot_last || streq(w.vpath, "/")))
+		return ret_err(verdict, -EISDIR);
 	/* "name/" is a directory: unlink refuses one as ever, and a symlink is none */
 	if (w.must_dir && !S_ISDIR(w.st.st_mode))
 		return ret_err(verdict, -ENOTDIR);
@@ -861,8 +864,6 @@ _public_ int vfs_link(const struct vfs *v, const struct vfs_caller *oldc, const 
 		return ret_err(verdict, r);
 	if (!o.exists)
 		return ret_err(verdict, -ENOENT);
-	if (S_ISDIR(o.st.st_mode))
-		return ret_err(verdict, -EPERM);
 	/* the rules are by path: a new name for a denied file would be an open door */
 	r = vfs__walk_policy(v, &o, VFS_WANT_READ, verdict);
 	if (r < 0)
@@ -872,6 +873,9 @@ _public_ int vfs_link(const struct vfs *v, const struct vfs_caller *oldc, const 
 		return r;
 	if (o.mount_root || o.dirfd < 0 || entry_mount(&o) != entry_mount(&n))
 		return ret_err(verdict, -EXDEV);
+	/* do_linkat(): a directory is refused last, after the new name and the mount */
+	if (S_ISDIR(o.st.st_mode))
+		return ret_err(verdict, -EPERM);
 	if (linkat(o.dirfd, o.hname, n.dirfd, n.hname, 0) < 0)
 		return ret_err(verdict, negative_errno());
 	vfs__change_note(v, VFS_CHANGE_CREATED, n.vpath, NULL);

@@ -168,7 +168,8 @@ cd "$top" && rm -rf $n && echo removed; ls -A | wc -w'"'"''
 # a trailing slash on every call by name: a lookup follows the last symlink and wants a
 # directory; mkdir, mknod, symlink, link, unlink, rmdir, rename and O_CREAT act on the
 # name itself and refuse a slash each in its own way (fs/namei.c), which moat's own
-# versions of them must answer alike (the calls it makes for the sandbox)
+# versions of them must answer alike (the calls it makes for the sandbox); so for a
+# path without a last name (".", "..", "/")
 case_slashes_setup() {
 	mkdir emp full && echo one >a.txt && echo two >full/x && ln -s emp le && ln -s a.txt lf &&
 		ln -s nowhere ld && cat >slashes.py <<'PYS'
@@ -210,6 +211,13 @@ t("rename dir/ new/", lambda: os.rename("n5/", "n7/"))
 t("stat link/", lambda: os.lstat("le/"))
 t("stat filelink/", lambda: os.lstat("lf/"))
 t("readlink link/", lambda: os.readlink("le/"))
+t("link dir dir/..", lambda: os.link("emp", "emp/.."))
+t("unlink .", lambda: os.unlink("."))
+t("unlink ..", lambda: os.unlink("emp/.."))
+t("unlink /", lambda: os.unlink("/"))
+t("rmdir dir/..", lambda: os.rmdir("emp/.."))
+t("mkdir dir/..", lambda: os.mkdir("emp/.."))
+t("rename dir/.. new", lambda: os.rename("emp/..", "n8"))
 print(sorted(os.listdir(".")), sorted(os.listdir("emp")), os.path.lexists("nowhere"))
 PYS
 }
