@@ -19,10 +19,10 @@
  *     writes then run natively on a real socket. A socket we installed earlier is
  *     recognised by its network namespace and used as it is. Other fds that share the
  *     old socket (dup) keep the sandbox-side one: only the fd named in the call moves.
- *     A loopback destination that no rule allows is served by the sandbox's own
- *     loopback (the tracee's socket, in its own namespace) when a program of the
- *     sandbox listens on that port there, or for the DNS responder at 127.0.0.1:53;
- *     otherwise it is refused as a denial, naming the rule, like any other.
+ *     A loopback destination is served by the sandbox's own loopback (the tracee's
+ *     socket, in its own namespace) when a program of the sandbox listens on that
+ *     port there (whatever the rules say of the host's same port), or for the DNS
+ *     responder at 127.0.0.1:53; otherwise it is decided by the rules like any other.
  *   - unnamespaced mode: the tracee's socket already lives in the host's namespace;
  *     the supervisor connects or sends on it (same socket object through pidfd_getfd).
  *
@@ -313,14 +313,18 @@ static enum route decide_inet(struct sup_call *c, const struct sockaddr_storage 
 	r = net_decide(c->s->net, (const struct sockaddr *)ss, len, si->type, &v);
 	if (v.addr[0])
 		snprintf(c->addr, sizeof(c->addr), "%s", v.addr);
-	if (r == 0) {
-		snprintf(c->verdict.rule, sizeof(c->verdict.rule), "%s", v.rule);
-		return ROUTE_HOST;
-	}
+	/* A loopback port a program of the sandbox serves is the sandbox's own, as on any
+	 * loopback of one's own, even where a rule lets the host's same port be reached:
+	 * a test suite's server on 127.0.0.1 stays its clients' under --allow-net
+	 * 127.0.0.1. It reaches nothing outside the sandbox's namespace. */
 	if (in_sandbox && net_sockaddr_is_loopback(ss) && sandbox_listens(c->s, ss, si->type)) {
 		snprintf(c->verdict.rule, sizeof(c->verdict.rule),
 			 "the sandbox's own loopback (its network namespace)");
 		return ROUTE_LOCAL;
+	}
+	if (r == 0) {
+		snprintf(c->verdict.rule, sizeof(c->verdict.rule), "%s", v.rule);
+		return ROUTE_HOST;
 	}
 	refuse(c, -r, v.rule[0] ? v.rule : "network is denied by default");
 	return ROUTE_DENIED;
