@@ -595,7 +595,8 @@ void sup_net_free(struct sup_ctx *s)
 
 /*
  * Decide on an AF_UNIX destination and turn its path into one the supervisor can use
- * safely ("/proc/self/fd/<parent>/<name>"). *ret_pathfd keeps the parent open for the
+ * safely: "/proc/self/fd/<object>" to connect or send, the last name alone to bind
+ * from the parent (bind_at()). *ret_pathfd keeps the object or parent open for the
  * duration of the operation. Returns 0 when allowed (with *ss rewritten as needed).
  */
 static int decide_unix(struct sup_call *c, struct sockaddr_storage *ss, socklen_t *len,
@@ -655,9 +656,9 @@ static int decide_unix(struct sup_call *c, struct sockaddr_storage *ss, socklen_
 	*ret_pathfd = fd;
 	memset(un->sun_path, 0, sizeof(un->sun_path));
 	if (binding) {
-		if ((size_t)snprintf(un->sun_path, sizeof(un->sun_path), "/proc/self/fd/%d/%s",
-				     fd, name) >= sizeof(un->sun_path))
-			return -ENAMETOOLONG;
+		if ((size_t)snprintf(un->sun_path, sizeof(un->sun_path), "%s", name) >=
+		    sizeof(un->sun_path))
+			return -EINVAL; /* unix_validate_addr(): no longer than sun_path */
 	} else {
 		snprintf(un->sun_path, sizeof(un->sun_path), "/proc/self/fd/%d", fd);
 	}
@@ -1445,6 +1446,28 @@ static void unix_connect(struct sup_call *c, int sock, const struct sockinfo *si
 		reply(c, r);
 }
 
+/*
+ * A unix socket's name is the string bind() was given: getsockname(), a connected
+ * peer's getpeername() and a datagram's sender address read it back. Bound by its last
+ * name alone from the parent the vfs resolved, made this thread's cwd, it reads as the
+ * program's own did when that named a file of its cwd, and never names our fd table;
+ * the one name is created where the parent is, whatever the sandbox changes meanwhile.
+ * The cwd is this thread's alone: creds.c gives each notifier thread an fs struct of
+ * its own, and decide_unix() took the caller's credentials, which a thread without one
+ * never does.
+ */
+static int bind_at(int dirfd, int sock, const struct sockaddr_storage *ss, socklen_t len)
+{
+	int r;
+
+	if (fchdir(dirfd) < 0)
+		return negative_errno();
+	r = bind(sock, (const struct sockaddr *)ss, len) < 0 ? negative_errno() : 0;
+	if (chdir("/") < 0) /* no directory of the sandbox's kept busy by us */
+		r = r < 0 ? r : negative_errno();
+	return r;
+}
+
 static void handle_connect_bind(struct sup_call *c, bool binding)
 {
 	struct sockaddr_storage ss;
@@ -1471,10 +1494,20 @@ static void handle_connect_bind(struct sup_call *c, bool binding)
 	r = decide_other(c, &ss, &len, binding, &pathfd);
 	if (r < 0)
 		return c->policy_denied ? (void)0 : reply(c, r);
+	/* Where the kernel's view decides creates as the policy does (ctx.h), a unix bind
+	 * is one: checked, then the kernel binds the program's own name. */
+	if (binding && ss.ss_family == AF_UNIX && c->s->kernel_creates) {
+		c->outcome = CALL_CONTINUE;
+		return;
+	}
 	if (!binding && ss.ss_family == AF_UNIX && si.type != SOCK_DGRAM && !si.nonblock)
 		return unix_connect(c, sock, &si, &ss, len, &pathfd);
-	r = binding ? bind(sock, (struct sockaddr *)&ss, len) : connect(sock, (struct sockaddr *)&ss, len);
-	reply(c, r < 0 ? negative_errno() : 0);
+	if (binding && ss.ss_family == AF_UNIX && pathfd >= 0)
+		r = bind_at(pathfd, sock, &ss, len);
+	else
+		r = RET_NERRNO(binding ? bind(sock, (struct sockaddr *)&ss, len)
+				       : connect(sock, (struct sockaddr *)&ss, len));
+	reply(c, r);
 }
 
 /*

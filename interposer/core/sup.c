@@ -2235,6 +2235,7 @@ int sup_run(struct sup_opts *o)
 			fk = fk == SUP_FILTER_NATIVE_OPEN ? SUP_FILTER_NATIVE_WRITE
 							  : SUP_FILTER_NATIVE_WRITE_UNMARKED;
 			R->native_exec = true;
+			R->ctx.kernel_creates = true;
 			/* execs too: the comm a record names is no longer known to change */
 			atomic_store(&R->ctx.comm_nocache, true);
 			log_info("creates, removes, write opens and execs: native, links "
@@ -2245,6 +2246,7 @@ int sup_run(struct sup_opts *o)
 			 * trapped, and are checked, recorded and continued (ctx.h), but for
 			 * the opens among them where open events are recorded. */
 			R->ctx.continue_writes = true;
+			R->ctx.kernel_creates = true;
 			if (R->ctx.record_native_opens)
 				log_info("removes, mkdir and execs: checked, recorded and continued; "
 					 "creates and write opens performed by moat (the kernel's "

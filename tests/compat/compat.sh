@@ -321,7 +321,45 @@ PYS
 }
 case_xattr_cmd="$PY xattr.py"
 
-ALL_CASES=(pipeline umask tar git make pytest mp sqlite proc venv sdist users npm deep slashes byfd tmpfile xattr)
+# a unix socket's name is the string bind() was given, which getsockname(), a peer's
+# getpeername() and a datagram's sender address read back: a name of the cwd (and
+# one of 100 characters) reads the same under moat, which once bound through its own
+# fd table ("/proc/self/fd/N/NAME")
+case_unixnames_setup() {
+	cat >unixnames.py <<'PYS'
+import os, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1] if len(sys.argv) > 1 else "srv")
+s.listen(1)
+print("listener", s.getsockname())
+if len(sys.argv) > 1:
+    sys.exit(0)
+c = socket.socket(socket.AF_UNIX)
+c.connect("srv")
+a, _ = s.accept()
+print("client's peer", c.getpeername(), "accepted", a.getsockname())
+d = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+d.bind("dg")
+e = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+e.bind("x" * 100)
+e.sendto(b"hi", "dg")
+m, sender = d.recvfrom(8)
+print("datagram from", sender, "to", d.getsockname())
+PYS
+}
+case_unixnames_cmd="$PY unixnames.py"
+# namespaced, started by root with nothing asking for moat's own creates, the kernel
+# binds the program's own name (checked, then continued): an absolute one too
+case_unixnames_extra() {
+	$have_ns || { skip "unixnames: absolute name" "moat cannot start in namespaced mode here"; return; }
+	rm -rf "$W"; mkdir -p "$W"; (cd "$W" && case_unixnames_setup)
+	local out
+	out=$(cd "$W" && "$MOAT" run -q -- "$PY" unixnames.py "$W/abs.sock" 2>&1)
+	[ "$out" = "listener $W/abs.sock" ]
+	ok $? "unixnames [default:namespaced]: a socket bound by an absolute name reads that name" "$out"
+}
+
+ALL_CASES=(pipeline umask tar git make pytest mp sqlite proc venv sdist users npm deep slashes byfd tmpfile xattr unixnames)
 
 # --- the machinery
 
