@@ -45,6 +45,13 @@ static const struct vfs__rule *entry_mount(const struct vfs__walk *w)
 	return w->mount_root ? w->pmount : w->mount;
 }
 
+/* The mount of the directory the kernel looks the last name up in: for "." or ".."
+ * (no name) that directory is the object itself. */
+static const struct vfs__rule *parent_mount(const struct vfs__walk *w)
+{
+	return w->dot_last ? w->mount : entry_mount(w);
+}
+
 static void proc_fd_path(char *buf, size_t len, int fd)
 {
 	snprintf(buf, len, "/proc/self/fd/%d", fd);
@@ -716,11 +723,18 @@ static int unlink_once(const struct vfs *v, const struct vfs_caller *c, const ch
 		return ret_err(verdict, e[-1] == '.' && e - path >= 2 && e[-2] == '.' ?
 		                                -ENOTEMPTY : -EINVAL);
 	}
-	if (!w.exists)
-		return ret_err(verdict, -ENOENT);
-	/* do_unlinkat(): a path without a last name ("/", ".", "..") is a directory */
+	/* do_unlinkat(): a path without a last name ("/", ".", "..") is a directory;
+	 * do_rmdir(): "/" is busy. Then, as there, the mount's writability (the policy)
+	 * before the object. */
 	if (!(flags & AT_REMOVEDIR) && (w.dot_last || streq(w.vpath, "/")))
 		return ret_err(verdict, -EISDIR);
+	if (streq(w.vpath, "/"))
+		return ret_err(verdict, -EBUSY);
+	r = vfs__walk_policy(v, &w, VFS_WANT_CREATE, verdict);
+	if (r < 0)
+		return r;
+	if (!w.exists)
+		return ret_err(verdict, -ENOENT);
 	/* "name/" is a directory: unlink refuses one as ever, and a symlink is none */
 	if (w.must_dir && !S_ISDIR(w.st.st_mode))
 		return ret_err(verdict, -ENOTDIR);
@@ -728,9 +742,6 @@ static int unlink_once(const struct vfs *v, const struct vfs_caller *c, const ch
 		return ret_err(verdict, -EISDIR);
 	if (w.mount_root || w.dirfd < 0)
 		return ret_err(verdict, -EBUSY);
-	r = vfs__walk_policy(v, &w, VFS_WANT_CREATE, verdict);
-	if (r < 0)
-		return r;
 	if (decide_only && (r = removal_errno(v, &w, flags, verdict)) < 0)
 		return ret_err(verdict, r);
 	if (!decide_only && unlinkat(w.dirfd, w.hname, flags) < 0) {
@@ -808,33 +819,40 @@ _public_ int vfs_rename(const struct vfs *v, const struct vfs_caller *oldc, cons
 	/* a whiteout is a device node (0:0) */
 	if (flags & RENAME_WHITEOUT)
 		return ret_err(verdict, -EPERM);
-	r = walk_existing(v, oldc, oldpath, VFS__NOFOLLOW | VFS__NAMEOP, 0, &o, verdict);
+	r = vfs__walk(v, oldc, oldpath, VFS__NOFOLLOW | VFS__NAMEOP, 0, &o, verdict);
 	if (r < 0)
-		return r;
+		return ret_err(verdict, r);
 	r = vfs__walk(v, newc, newpath, VFS__NOFOLLOW | VFS__CREATE | VFS__NAMEOP, 0, &n, verdict);
 	if (r < 0)
 		return ret_err(verdict, r);
-	if ((flags & RENAME_EXCHANGE) && !n.exists)
-		return ret_err(verdict, -ENOENT);
-	if (o.dot_last || n.dot_last || o.mount_root || n.mount_root || o.dirfd < 0 || n.dirfd < 0)
+	/* In do_renameat2()'s order: the two parents' mounts (each mapping is its own mount
+	 * in the sandbox), names that are no names, the mount's writability (the policy),
+	 * and only then the objects themselves. */
+	if (parent_mount(&o) != parent_mount(&n))
+		return ret_err(verdict, -EXDEV);
+	if (o.dot_last || n.dot_last || streq(o.vpath, "/") || streq(n.vpath, "/"))
 		return ret_err(verdict, -EBUSY);
-	if ((flags & RENAME_NOREPLACE) && n.exists)
-		return ret_err(verdict, -EEXIST);
-	/* a trailing slash names a directory (do_renameat2()): on either name unless the
-	 * source is one, on an exchanged target unless that is one */
-	if ((flags & RENAME_EXCHANGE) && n.must_dir && !S_ISDIR(n.st.st_mode))
-		return ret_err(verdict, -ENOTDIR);
-	if (!S_ISDIR(o.st.st_mode) && (o.must_dir || (n.must_dir && !(flags & RENAME_EXCHANGE))))
-		return ret_err(verdict, -ENOTDIR);
 	r = vfs__walk_policy(v, &o, VFS_WANT_CREATE, verdict);
 	if (r < 0)
 		return r;
 	r = vfs__walk_policy(v, &n, VFS_WANT_CREATE, verdict);
 	if (r < 0)
 		return r;
-	/* each mapping is its own mount in the sandbox: no renames across them */
-	if (entry_mount(&o) != entry_mount(&n))
-		return ret_err(verdict, -EXDEV);
+	if (!o.exists)
+		return ret_err(verdict, -ENOENT);
+	if ((flags & RENAME_NOREPLACE) && n.exists)
+		return ret_err(verdict, -EEXIST);
+	if ((flags & RENAME_EXCHANGE) && !n.exists)
+		return ret_err(verdict, -ENOENT);
+	/* a trailing slash names a directory: on either name unless the source is one, on
+	 * an exchanged target unless that is one */
+	if ((flags & RENAME_EXCHANGE) && n.must_dir && !S_ISDIR(n.st.st_mode))
+		return ret_err(verdict, -ENOTDIR);
+	if (!S_ISDIR(o.st.st_mode) && (o.must_dir || (n.must_dir && !(flags & RENAME_EXCHANGE))))
+		return ret_err(verdict, -ENOTDIR);
+	/* a mount point moves nowhere */
+	if (o.mount_root || n.mount_root || o.dirfd < 0 || n.dirfd < 0)
+		return ret_err(verdict, -EBUSY);
 	if (S_ISDIR(o.st.st_mode) && (r = moves_out_of_rules(v, o.vpath, n.vpath, verdict)) < 0)
 		return r;
 	if ((flags & RENAME_EXCHANGE) && S_ISDIR(n.st.st_mode) &&

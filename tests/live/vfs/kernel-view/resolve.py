@@ -1,6 +1,6 @@
 # openat2's resolve flags over paths that cross the sandbox's mounts or stay in one, by
 # symlinks, magic links and "..": one line per (dirfd, path), each flag's result
-# (tests/live/vfs/resolve-kernel.sh). Run in a directory holding a.txt, sub/inner.txt
+# (tests/live/vfs/kernel-view.sh). Run in a directory holding a.txt, sub/inner.txt
 # and the symlinks abs -> /etc, rel -> sub, lnk -> a.txt, sub/up -> .., sub/abs -> /etc.
 import ctypes, errno, os, struct
 libc = ctypes.CDLL(None, use_errno=True)
