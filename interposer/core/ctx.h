@@ -85,11 +85,10 @@ struct sup_ctx {
 	 * checked, recorded and continued instead of performed (or seized, for exec); with
 	 * record_native_opens the opens among them are performed all the same. */
 	bool continue_writes;
-	/* the kernel's view refuses every create the policy refuses, and nothing asks for
-	 * moat's own creates (the native-writes filters, or continue_writes): a unix bind,
-	 * which creates a name, is checked and continued, so that the socket is named as
-	 * the program named it (sock.c) */
-	bool kernel_creates;
+	/* namespaced, the stubs in place, Landlock, no --cow: a unix bind, which creates a
+	 * name, is checked and continued, so that the socket is named as the program named
+	 * it (sock.c); moat, binding it itself, could give it only its last name */
+	bool kernel_binds;
 	/* the threads whose continued denied open was reported and is to meet a stub:
 	 * the stub watcher leaves that event unreported (stubwatch_expect()) */
 	atomic_int stub_expected[64];

@@ -1494,9 +1494,9 @@ static void handle_connect_bind(struct sup_call *c, bool binding)
 	r = decide_other(c, &ss, &len, binding, &pathfd);
 	if (r < 0)
 		return c->policy_denied ? (void)0 : reply(c, r);
-	/* Where the kernel's view decides creates as the policy does (ctx.h), a unix bind
-	 * is one: checked, then the kernel binds the program's own name. */
-	if (binding && ss.ss_family == AF_UNIX && c->s->kernel_creates) {
+	/* Where the kernel's view refuses the creates the policy refuses (ctx.h), a unix
+	 * bind is checked, then the kernel binds the program's own name. */
+	if (binding && ss.ss_family == AF_UNIX && c->s->kernel_binds) {
 		c->outcome = CALL_CONTINUE;
 		return;
 	}

@@ -2235,7 +2235,6 @@ int sup_run(struct sup_opts *o)
 			fk = fk == SUP_FILTER_NATIVE_OPEN ? SUP_FILTER_NATIVE_WRITE
 							  : SUP_FILTER_NATIVE_WRITE_UNMARKED;
 			R->native_exec = true;
-			R->ctx.kernel_creates = true;
 			/* execs too: the comm a record names is no longer known to change */
 			atomic_store(&R->ctx.comm_nocache, true);
 			log_info("creates, removes, write opens and execs: native, links "
@@ -2246,7 +2245,6 @@ int sup_run(struct sup_opts *o)
 			 * trapped, and are checked, recorded and continued (ctx.h), but for
 			 * the opens among them where open events are recorded. */
 			R->ctx.continue_writes = true;
-			R->ctx.kernel_creates = true;
 			if (R->ctx.record_native_opens)
 				log_info("removes, mkdir and execs: checked, recorded and continued; "
 					 "creates and write opens performed by moat (the kernel's "
@@ -2289,6 +2287,13 @@ int sup_run(struct sup_opts *o)
 		 * mount table would name: its copies leave them out (mounttab.h). Every open
 		 * is moat's in those filters. */
 		R->ctx.hide_mount_table = R->ctx.namespaced && !plan.cover_globs;
+		/* A unix bind creates a name, which the kernel refuses where the policy does
+		 * once the stubs are in place (a hidden name exists: EADDRINUSE) and Landlock
+		 * grants creates beneath the writable mappings only (a --cow workspace is a
+		 * layer of moat's): checked, then continued, so that the socket is named as
+		 * the program named it (sock.c) */
+		R->ctx.kernel_binds = R->ctx.namespaced && plan.cover_globs &&
+				      R->feat.landlock_abi > 0 && !o->cow;
 		r = sup_filter_precompiled(fk, &plan.prog);
 		plan.kind = fk;
 	}
