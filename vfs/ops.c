@@ -45,6 +45,15 @@ static const struct vfs__rule *entry_mount(const struct vfs__walk *w)
 	return w->mount_root ? w->pmount : w->mount;
 }
 
+/* procfs looks every name up itself and makes none: a create of a name it does not
+ * have fails in the lookup (ENOENT), before the mount's writability is asked. */
+static bool proc_no_such_name(const struct vfs__walk *w)
+{
+	const struct vfs__rule *m = entry_mount(w);
+
+	return !w->exists && m && m->is_proc;
+}
+
 /* The mount of the directory the kernel looks the last name up in: for "." or ".."
  * (no name) that directory is the object itself. */
 static const struct vfs__rule *parent_mount(const struct vfs__walk *w)
@@ -91,7 +100,7 @@ static int walk_new_entry(const struct vfs *v, const struct vfs_caller *c, const
 		return ret_err(verdict, r);
 	if (w->exists || w->dot_last || w->dirfd < 0)
 		return ret_err(verdict, -EEXIST);
-	if (w->must_dir && !dir)
+	if ((w->must_dir && !dir) || proc_no_such_name(w))
 		return ret_err(verdict, -ENOENT);
 	return vfs__walk_policy(v, w, VFS_WANT_CREATE, verdict);
 }
@@ -264,7 +273,7 @@ static int open_once(const struct vfs *v, const struct vfs_caller *c, const char
 		return ret_err(verdict, -EISDIR);
 
 	if (!w.exists) {
-		if (!(flags & O_CREAT) || tmpfile)
+		if (!(flags & O_CREAT) || tmpfile || proc_no_such_name(&w))
 			return ret_err(verdict, -ENOENT);
 		r = vfs__walk_policy(v, &w, VFS_WANT_CREATE, verdict);
 		if (r < 0)
@@ -1104,7 +1113,8 @@ _public_ int vfs_resolve(const struct vfs *v, const struct vfs_caller *c, const 
 			return ret_err(verdict, -EBUSY);
 		if (creates && w.exists)
 			return ret_err(verdict, -EEXIST);
-		if (creates && w.must_dir) /* "name/" would be a directory */
+		if (creates && (w.must_dir /* "name/" would be a directory */ ||
+		                proc_no_such_name(&w)))
 			return ret_err(verdict, -ENOENT);
 		r = vfs__walk_policy(v, &w, want & ~(VFS_WANT_PARENT | VFS_WANT_NOFOLLOW), verdict);
 		if (r < 0)

@@ -10,7 +10,10 @@
 #   an absolute symlink or a magic link);
 # - names.py: renames, links and removals across the mounts and of mount points, in the
 #   order the kernel checks (the parents' mounts, then the mount's writability, then
-#   the objects); namespaced only, since unnamespaced has no device mounts to refuse.
+#   the objects);
+# - creates.py: mkdir, mknod, symlink, link, O_CREAT, bind and metadata changes where a
+#   mount refuses them or a name is there (EEXIST before EROFS, procfs's ENOENT first).
+# names.py runs namespaced (default, -v, --strict-hide), creates.py unnamespaced too.
 . "$MOAT_SRC/tests/lib/tap.sh"
 . "$MOAT_SRC/tests/live/vfs/lib.sh"
 PY=/usr/bin/python3
@@ -42,19 +45,20 @@ for _ in $(seq 100); do
 	sleep 0.1
 done
 [ -n "$pid" ] || { kill "$moat_pid"; skip_all "the waiting sandbox did not start"; }
-for prog in resolve names; do
+for prog in resolve names creates; do
 	nsenter -t "$pid" -m -p -- sh -c 'cd "$1" && exec "$2" "$3.py"' sh "$W" "$PY" "$prog" \
 		>"$TMP/$prog.kernel" 2>&1
 done
 kill "$pid"
 wait "$moat_pid"
-for prog in resolve names; do
+for prog in resolve names creates; do
 	[ "$(wc -l <"$TMP/$prog.kernel")" -ge 20 ] ||
 		skip_all "nsenter gave no answers for $prog: $(head -3 "$TMP/$prog.kernel")"
 done
 
 variants=("resolve namespaced" "resolve unnamespaced" "names namespaced" "names namespaced -v"
-	  "names namespaced --strict-hide")
+	  "names namespaced --strict-hide" "creates namespaced" "creates namespaced -v"
+	  "creates namespaced --strict-hide" "creates unnamespaced")
 total=0
 for v in "${variants[@]}"; do
 	total=$((total + $(wc -l <"$TMP/${v%% *}.kernel")))
