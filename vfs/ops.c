@@ -732,13 +732,11 @@ static int unlink_once(const struct vfs *v, const struct vfs_caller *c, const ch
 		return ret_err(verdict, e[-1] == '.' && e - path >= 2 && e[-2] == '.' ?
 		                                -ENOTEMPTY : -EINVAL);
 	}
-	/* do_unlinkat(): a path without a last name ("/", ".", "..") is a directory;
-	 * do_rmdir(): "/" is busy. Then, as there, the mount's writability (the policy)
-	 * before the object. */
-	if (!(flags & AT_REMOVEDIR) && (w.dot_last || streq(w.vpath, "/")))
-		return ret_err(verdict, -EISDIR);
-	if (streq(w.vpath, "/"))
-		return ret_err(verdict, -EBUSY);
+	/* A path without a last name ("/", ".", ".."; rmdir's "." and ".." are above):
+	 * do_unlinkat() says a directory, do_rmdir() busy. Then, as there, the mount's
+	 * writability (the policy) before the object. */
+	if (w.dot_last || streq(w.vpath, "/"))
+		return ret_err(verdict, (flags & AT_REMOVEDIR) ? -EBUSY : -EISDIR);
 	r = vfs__walk_policy(v, &w, VFS_WANT_CREATE, verdict);
 	if (r < 0)
 		return r;
@@ -1099,9 +1097,8 @@ _public_ int vfs_resolve(const struct vfs *v, const struct vfs_caller *c, const 
                          unsigned want, char ret_name[NAME_MAX + 1], struct vfs_verdict *verdict)
 {
 	_cleanup_walk_ struct vfs__walk w = { .dirfd = -1, .fd = -1 };
-	int r, fd;
-
 	bool creates = (want & VFS_WANT_CREATE) && (want & VFS_WANT_PARENT);
+	int r, fd;
 
 	/* a name to create is never followed, whatever is there (filename_create()) */
 	r = vfs__walk(v, c, path, ((want & VFS_WANT_NOFOLLOW) ? VFS__NOFOLLOW : 0) |

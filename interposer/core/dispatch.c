@@ -801,6 +801,25 @@ unsigned call_want(const struct sup_call *c)
 
 /* --- generic one-path operations ------------------------------------------------------ */
 
+/* For a path already copied: re-validate and build the caller. Returns <0 when the
+ * call is already answered. */
+static int prep_copied_path(struct sup_call *c, int64_t dirfd, const char *path, char *base,
+			    struct vfs_caller *caller)
+{
+	int r;
+
+	if (!still_valid(c)) {
+		set_result(c, -ESRCH);
+		return -ESRCH;
+	}
+	r = make_caller(c, dirfd, path, base, caller);
+	if (r < 0) {
+		set_result(c, r);
+		return r;
+	}
+	return 0;
+}
+
 /* Copy the path at args[path_arg], relative to dirfd (AT_FDCWD for the old syscalls),
  * re-validate and build the caller. Returns <0 when the call is already answered. */
 static int prep_path(struct sup_call *c, int64_t dirfd, uint64_t path_addr, char *path,
@@ -812,16 +831,7 @@ static int prep_path(struct sup_call *c, int64_t dirfd, uint64_t path_addr, char
 		set_result(c, r);
 		return r;
 	}
-	if (!still_valid(c)) {
-		set_result(c, -ESRCH);
-		return -ESRCH;
-	}
-	r = make_caller(c, dirfd, path, base, caller);
-	if (r < 0) {
-		set_result(c, r);
-		return r;
-	}
-	return 0;
+	return prep_copied_path(c, dirfd, path, base, caller);
 }
 
 static void handle_access(struct sup_call *c, int64_t dirfd, uint64_t path, int mode, int flags)
@@ -987,51 +997,41 @@ static void handle_symlink(struct sup_call *c, uint64_t target, int64_t newdirfd
 static void fd_meta(struct sup_call *c, int tfd, const struct timespec *times);
 
 /*
- * fchmodat2 and fchownat with AT_EMPTY_PATH and an empty name act on dirfd's own file,
- * as fchmod and fchown do (any fd, an O_PATH one too), or on the cwd for AT_FDCWD (then
- * named "." by the caller's path form). With a name the flag means nothing. Returns true
- * when the call is answered here; *flags loses the flag either way.
+ * prep_path() for fchmodat2 and fchownat, whose AT_EMPTY_PATH with an empty name acts on
+ * dirfd's own file, as fchmod and fchown do (any fd, an O_PATH one too: answered here by
+ * fd_meta()), or on the cwd for AT_FDCWD (named "."). With a name the flag means
+ * nothing; *flags loses it either way. Returns <0 when the call is already answered.
  */
-static bool meta_empty_path(struct sup_call *c, int64_t dirfd, uint64_t path, int *flags)
+static int prep_meta_path(struct sup_call *c, int64_t dirfd, uint64_t path, int *flags,
+			  char *base, struct vfs_caller *caller)
 {
+	bool empty_ok = *flags & AT_EMPTY_PATH;
 	int r;
 
-	if (!(*flags & AT_EMPTY_PATH))
-		return false;
 	*flags &= ~AT_EMPTY_PATH;
-	if ((int)dirfd == AT_FDCWD)
-		return false;
+	if (!empty_ok)
+		return prep_path(c, dirfd, path, c->path, base, caller);
+	/* copied before the caller is built: a file's fd is no directory to start from */
 	r = copy_path_lazy(c, path, c->path);
 	if (r < 0) {
 		set_result(c, r);
-		return true;
+		return r;
 	}
-	if (c->path[0])
-		return false;
-	fd_meta(c, (int)dirfd, NULL);
-	return true;
-}
-
-/* the path form's prologue, where an empty name with AT_EMPTY_PATH (meta_empty_path()
- * left only AT_FDCWD's) is the cwd */
-static int prep_meta_path(struct sup_call *c, int64_t dirfd, uint64_t path, bool empty_ok,
-			  char *base, struct vfs_caller *caller)
-{
-	int r = prep_path(c, dirfd, path, c->path, base, caller);
-
-	if (r >= 0 && empty_ok && !c->path[0])
+	if (!c->path[0] && (int)dirfd != AT_FDCWD) {
+		fd_meta(c, (int)dirfd, NULL);
+		return -1;
+	}
+	if (!c->path[0])
 		str_copy(c->path, PATH_MAX, ".");
-	return r;
+	return prep_copied_path(c, dirfd, c->path, base, caller);
 }
 
 static void handle_chmod(struct sup_call *c, int64_t dirfd, uint64_t path, mode_t mode, int flags)
 {
 	char base[PATH_MAX];
 	struct vfs_caller caller;
-	bool empty_ok = flags & AT_EMPTY_PATH;
 
-	if (meta_empty_path(c, dirfd, path, &flags) ||
-	    prep_meta_path(c, dirfd, path, empty_ok, base, &caller) < 0)
+	if (prep_meta_path(c, dirfd, path, &flags, base, &caller) < 0)
 		return;
 	set_result(c, vfs_chmod(c->s->vfs, &caller, c->path, mode, flags, &c->verdict));
 }
@@ -1041,10 +1041,8 @@ static void handle_chown(struct sup_call *c, int64_t dirfd, uint64_t path, uid_t
 {
 	char base[PATH_MAX];
 	struct vfs_caller caller;
-	bool empty_ok = flags & AT_EMPTY_PATH;
 
-	if (meta_empty_path(c, dirfd, path, &flags) ||
-	    prep_meta_path(c, dirfd, path, empty_ok, base, &caller) < 0)
+	if (prep_meta_path(c, dirfd, path, &flags, base, &caller) < 0)
 		return;
 	set_result(c, vfs_chown(c->s->vfs, &caller, c->path, uid, gid, flags, &c->verdict));
 }
@@ -1223,7 +1221,7 @@ static void fd_meta(struct sup_call *c, int tfd, const struct timespec *times)
 	case SC_fchown:
 		r = RET_NERRNO(fchown(fd, (uid_t)ARG(c, 1), (gid_t)ARG(c, 2)));
 		break;
-	/* by AT_EMPTY_PATH (meta_empty_path()): through the copy's /proc link, which an
+	/* by AT_EMPTY_PATH (prep_meta_path()): through the copy's /proc link, which an
 	 * O_PATH fd allows as the kernel allows it by the caller's fd */
 	case SC_fchmodat2:
 		r = RET_NERRNO(fchmodat(AT_FDCWD, proc, vfs_chmod_mode(st.st_mode, (mode_t)ARG(c, 2)),

@@ -31,7 +31,7 @@ ln -s sub "$W/rel"
 ln -s a.txt "$W/lnk"
 ln -s .. "$W/sub/up"
 ln -s /etc "$W/sub/abs"
-cp "$MOAT_SRC"/tests/live/vfs/kernel-view/*.py "$W/"
+cp "$MOAT_SRC"/tests/live/vfs/kernel-view/*.py "$MOAT_SRC/tests/lib/calls.py" "$W/"
 
 # the kernel's answers: a sandbox that waits, told apart from every other sleep by its
 # length, and each program run by nsenter in its namespaces
@@ -46,7 +46,7 @@ for _ in $(seq 100); do
 done
 [ -n "$pid" ] || { kill "$moat_pid"; skip_all "the waiting sandbox did not start"; }
 for prog in resolve names creates; do
-	nsenter -t "$pid" -m -p -- sh -c 'cd "$1" && exec "$2" "$3.py"' sh "$W" "$PY" "$prog" \
+	nsenter -t "$pid" -m -p -- sh -c 'cd "$1" && exec "$2" -B "$3.py"' sh "$W" "$PY" "$prog" \
 		>"$TMP/$prog.kernel" 2>&1
 done
 kill "$pid"
@@ -72,7 +72,7 @@ for v in "${variants[@]}"; do
 		continue
 	fi
 	# shellcheck disable=SC2086
-	out=$(cd "$W" && "$MOAT" run -q --mode "$mode" $opt -- "$PY" "$prog.py" 2>&1)
+	out=$(cd "$W" && "$MOAT" run -q --mode "$mode" $opt -- "$PY" -B "$prog.py" 2>&1)
 	while IFS= read -r line; do
 		# the call: "DIR PATH" (resolve), all but the answer (names)
 		if [ "$prog" = resolve ]; then key=$(cut -d' ' -f1,2 <<<"$line"); else key=${line% *}; fi

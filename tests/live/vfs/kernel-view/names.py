@@ -2,16 +2,9 @@
 # (tests/live/vfs/kernel-view.sh): one line per call, its errno, in the order the
 # kernel checks (the parents' mounts, names that are no names, the mount's
 # writability, then the objects). Leaves the workspace and /tmp as it found them.
-import errno
 import os
 
-
-def t(name, f):
-    try:
-        f()
-        print(name, "ok")
-    except OSError as e:
-        print(name, errno.errorcode[e.errno])
+from calls import t
 
 
 open("/tmp/kv-a", "w").close()
