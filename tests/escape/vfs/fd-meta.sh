@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Invariant 4 (deny by default) through an fd: fchmod, fchown, fsetxattr and
-# fremovexattr need only ownership of a file, not an fd opened for writing. A file
+# fremovexattr (and fchmodat2/fchownat by AT_EMPTY_PATH, on an O_PATH fd too) need only
+# ownership of a file, not an fd opened for writing. A file
 # opened read-only from a read-only mapping must not change on the host, in either
 # mode (unnamespaced mode has no read-only mount to stop it: moat must). Checked from
 # outside: the host file's mode, owner and xattrs before and after.
@@ -20,10 +21,19 @@ plan 8
 for mode in unnamespaced namespaced; do
 	before=$(stat -c '%a %u %g' "$R/f"; getfattr -d "$R/f" 2>/dev/null | grep -v '^#')
 	out=$(cd "$W" && "$MOAT" run -q --mode "$mode" --ro-bind "$R" -- "$PY" -c "
-import os
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+def by_fd(call):  # fchmodat2/fchownat(fd, '', AT_EMPTY_PATH): the fd's own file
+    def f():
+        if call() < 0:
+            raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+    return f
 fd = os.open('$R/f', os.O_RDONLY)
+op = os.open('$R/f', os.O_PATH)
 for what, f in [('fchmod', lambda: os.fchmod(fd, 0o777)),
                 ('fchown', lambda: os.fchown(fd, 12345, 12345)),
+                ('fchmodat2 AT_EMPTY_PATH', by_fd(lambda: libc.syscall(452, fd, b'', 0o777, 0x1000))),
+                ('fchownat AT_EMPTY_PATH, O_PATH', by_fd(lambda: libc.fchownat(op, b'', 12345, 12345, 0x1000))),
                 ('fsetxattr', lambda: os.setxattr(fd, 'user.x', b'1')),
                 ('fremovexattr', lambda: os.removexattr(fd, 'user.keep'))]:
     try:
