@@ -300,17 +300,15 @@ static int open_once(const struct vfs *v, const struct vfs_caller *c, const char
 
 	if ((flags & O_CREAT) && (flags & O_EXCL))
 		return ret_err(verdict, -EEXIST);
-	if (S_ISLNK(w.st.st_mode)) {
-		/* only reached with O_NOFOLLOW: open(2) fails unless O_PATH asks for the link */
-		if (!(flags & O_PATH))
-			return ret_err(verdict, -ELOOP);
-		return opath_refused(&w, verdict);
-	}
+	/* only reached with O_NOFOLLOW: open(2) fails unless O_PATH asks for the link */
+	if (S_ISLNK(w.st.st_mode) && !(flags & O_PATH))
+		return ret_err(verdict, -ELOOP);
 	if ((flags & O_DIRECTORY) && !S_ISDIR(w.st.st_mode))
 		return ret_err(verdict, -ENOTDIR);
 	if (S_ISDIR(w.st.st_mode) && (acc != O_RDONLY || (flags & O_TRUNC)) && !tmpfile)
 		return ret_err(verdict, -EISDIR);
-	if ((flags & O_PATH) && !S_ISDIR(w.st.st_mode) && !S_ISREG(w.st.st_mode))
+	/* the kernel's own O_PATH open of any object has no side effects (decide_only) */
+	if ((flags & O_PATH) && !decide_only && !S_ISDIR(w.st.st_mode) && !S_ISREG(w.st.st_mode))
 		return opath_refused(&w, verdict);
 	r = vfs__walk_policy(v, &w, ro_relax(vfs_want_of(SC_ACCESS_OPEN, (unsigned)flags), w.st.st_mode),
 	                     verdict);
@@ -323,7 +321,7 @@ static int open_once(const struct vfs *v, const struct vfs_caller *c, const char
 		             "its fd's access mode", w.vpath);
 		return -EACCES;
 	}
-	if (decide_only && !S_ISREG(w.st.st_mode) && !S_ISDIR(w.st.st_mode))
+	if (decide_only && !(flags & O_PATH) && !S_ISREG(w.st.st_mode) && !S_ISDIR(w.st.st_mode))
 		return VFS_OPEN_SUPERVISOR;
 	if (decide_only) {
 		/* the note vfs_open_nowait() leaves below, for the open the kernel makes */
@@ -379,8 +377,8 @@ _public_ int vfs_open_decide(const struct vfs *v, const struct vfs_caller *c, co
 {
 	bool retry;
 
-	if ((flags & O_ACCMODE) != O_RDONLY || (flags & (O_CREAT | O_TRUNC | O_PATH)) ||
-	    (flags & O_TMPFILE) == O_TMPFILE)
+	if (!(flags & O_PATH) && ((flags & O_ACCMODE) != O_RDONLY ||
+	                          (flags & (O_CREAT | O_TRUNC)) || (flags & O_TMPFILE) == O_TMPFILE))
 		return VFS_OPEN_SUPERVISOR;
 	return open_once(v, c, path, flags, 0, 0, verdict, &retry, NULL, true);
 }
@@ -390,7 +388,9 @@ _public_ int vfs_open_decide_write(const struct vfs *v, const struct vfs_caller 
 {
 	bool retry;
 
-	if ((flags & O_PATH) || (flags & O_TMPFILE) == O_TMPFILE)
+	if (flags & O_PATH) /* writes nothing, whatever else is set */
+		return vfs_open_decide(v, c, path, flags, verdict);
+	if ((flags & O_TMPFILE) == O_TMPFILE)
 		return VFS_OPEN_SUPERVISOR;
 	return open_once(v, c, path, flags, 0, 0, verdict, &retry, NULL, true);
 }

@@ -352,13 +352,14 @@ int vfs_open_nowait(const struct vfs *v, const struct vfs_caller *c, const char 
                     mode_t mode, uint64_t resolve, bool *ret_wait, struct vfs_verdict *verdict);
 /* The policy's decision on a read-only open that creates nothing, without opening: a
  * -errno (the open fails so), VFS_OPEN_KERNEL when it is allowed and names a regular
- * file or a directory (the kernel may perform it), VFS_OPEN_SUPERVISOR for anything
- * else (other flags or another type of object: vfs_open_nowait() must do it). */
+ * file or a directory, or any object for O_PATH (the kernel may perform it; its O_PATH
+ * open acts on nothing), VFS_OPEN_SUPERVISOR for anything else (other flags or another
+ * type of object: vfs_open_nowait() must do it). */
 enum { VFS_OPEN_KERNEL = 0, VFS_OPEN_SUPERVISOR = 1 };
 int vfs_open_decide(const struct vfs *v, const struct vfs_caller *c, const char *path, int flags,
                     struct vfs_verdict *verdict);
-/* The same for an open of any flags but O_PATH and O_TMPFILE (those answer
- * VFS_OPEN_SUPERVISOR), where the kernel's own view refuses every write the policy refuses
+/* The same for an open of any flags but O_TMPFILE (which answers VFS_OPEN_SUPERVISOR;
+ * O_PATH is decided as vfs_open_decide() decides it), where the kernel's own view refuses every write the policy refuses
  * (docs/threat-model.md, "Native creates"): VFS_OPEN_KERNEL for an allowed regular file or
  * directory, or a name to create, which the change set then holds as created or written
  * (noted at the decision: the kernel's open may still fail). */

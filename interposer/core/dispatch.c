@@ -498,19 +498,30 @@ static void defer_fifo_open(struct sup_call *c, int fd, int flags)
  * nothing (vfs_open_decide() checks the flags), of a regular file or a directory (a
  * device, a FIFO or a socket may mean something else to the caller than to us, /dev/tty
  * above all), and only where the namespace covers (continue_ro_opens), or in the read
- * set. openat2's flags live in memory (struct open_how), where a thread could turn them
- * into O_RDWR|O_CREAT after the check; open and openat pass them in a register, which
+ * set. And O_PATH opens of any object, which open nothing (no device acts, no FIFO
+ * waits), but only namespaced: Landlock never sees an O_PATH open, so unnamespaced a
+ * swapped path would reach any host file; in the namespace it reaches at most a stub,
+ * unseen by its fanotify mark, whose fd reopened meets the stub's refusal like any open
+ * of it. Moat itself could give no O_PATH fd (ADDFD refuses them: vfs/ops.c). openat2's
+ * flags live in memory (struct open_how), where a thread could turn them into
+ * O_RDWR|O_CREAT after the check; open and openat pass them in a register, which
  * cannot change. creat() never gets here read-only.
  */
-static bool may_continue_open(const struct sup_call *c)
+static bool may_continue_open(const struct sup_call *c, int flags)
 {
+	if (!c->s->continue_ro_opens || c->e->id == SC_openat2)
+		return false;
+	/* Landlock does not see an O_PATH open: only a covering namespace backs it. Nor
+	 * does fanotify, so it leaves no event to tell apart (below). */
+	if (flags & O_PATH)
+		return c->s->namespaced;
 	/* Native opens recorded from the kernel's events: the filter traps only what moat
 	 * opens itself (ADDFD), creates included. A continued open's event could not be
 	 * told apart from one that follows: a create the kernel then refuses (the
 	 * directory's mode, a name taken meanwhile under O_EXCL) has no event, and an
 	 * expectation left for it would swallow the thread's next read-only open of that
 	 * path. So every event in the sandbox's mounts is a native open. */
-	return c->s->continue_ro_opens && !c->s->record_native_opens && c->e->id != SC_openat2;
+	return !c->s->record_native_opens;
 }
 
 /* With continue_writes, an open of any flags is decided and continued as a read-only
@@ -547,7 +558,7 @@ static void do_open(struct sup_call *c, int64_t dirfd, uint64_t path_addr, int f
 {
 	char base[PATH_MAX];
 	struct vfs_caller caller;
-	bool wait, continuing = may_continue_open(c), validated = false;
+	bool wait, continuing = may_continue_open(c, flags), validated = false;
 	int r;
 
 	if (c->s->audit) /* the flags are for the record only */
@@ -595,7 +606,8 @@ static void do_open(struct sup_call *c, int64_t dirfd, uint64_t path_addr, int f
 			c->id_unchecked = true;
 			return;
 		}
-		if (r < 0 && c->verdict.denied && c->s->continue_denied_opens) {
+		/* an O_PATH open of a stub passes no fanotify mark: refused here */
+		if (r < 0 && c->verdict.denied && c->s->continue_denied_opens && !(flags & O_PATH)) {
 			/* A hidden symlink is followed by the kernel, to a target it decides
 			 * by its own path (the stub watcher reports a stub there). Anything
 			 * else is reported (dispatch_one()) with the errno the kernel gives,

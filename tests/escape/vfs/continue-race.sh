@@ -23,7 +23,7 @@
 . "$MOAT_SRC/tests/live/vfs/lib.sh"
 : "${TOCTOU:?TOCTOU must point at the fixture (meson sets it)}"
 
-plan 21
+plan 24
 mkdir "$TMP/cwd"
 W=$(mktemp -d "$TMP/ws.XXXXXX")
 echo ALLOWED >"$W/okay"
@@ -38,16 +38,16 @@ for d in /usr /bin /lib /lib64; do [ -e "$d" ] && sys+=(--ro-bind "$d"); done
 map=(--profile none "${sys[@]}" --bind "$W:/workspace" --chdir /workspace)
 
 if ! have_mode namespaced; then
-	for i in $(seq 21); do skip "namespaced case $i" "moat cannot start in namespaced mode here"; done
+	for i in $(seq 24); do skip "namespaced case $i" "moat cannot start in namespaced mode here"; done
 	finish
 fi
 
-race() { # race RULES... -- ALLOWED HIDDEN N: the fixture's output line
+race() { # race RULES... -- ALLOWED HIDDEN N [rw|path]: the fixture's output line
 	local rules=() out
 	while [ "$1" != -- ]; do rules+=("$1"); shift; done
 	shift
 	out=$(cd "$TMP/cwd" && "$MOAT" run -q --report "$TMP/race.json" "${map[@]}" "${rules[@]}" -- \
-		/workspace/toctou "$1" "$2" "$3" 2>&1)
+		/workspace/toctou "$@" 2>&1)
 	echo "$out"
 }
 # how the last race() handled read-only opens: native, continued or emulated
@@ -63,6 +63,13 @@ done
 out=$(race "--hide=/workspace/**/k.pem" -- /workspace/deep/a.txt /workspace/deep/k.pem 50000)
 echo "$out" | grep -qE '^allowed=[1-9][0-9]* hidden=0 '
 ok $? "namespaced, a glob match in a subdirectory is covered too ($out)"
+
+# O_PATH opens are checked, then continued too (moat could hand over no O_PATH fd): a
+# swap reaches at most a stub, unseen by its fanotify mark, and each fd is then opened
+# for reading through /proc/self/fd/N, which meets the stub's refusal.
+out=$(race "--hide=/workspace/**/hush" -- /workspace/okay /workspace/hush 50000 path)
+echo "$out" | grep -qE '^allowed=[1-9][0-9]* hidden=0 '
+ok $? "namespaced: 50000 racing O_PATH opens, each read through /proc/self/fd, never read the hidden bytes ($out)"
 
 # A magic link to a host file outside the view: the command's stderr, a host log the
 # sandbox may write but whose content is not in the view (the same length as
@@ -118,13 +125,17 @@ else
 fi
 
 if ! grep -q '^#define MOAT_TEST_HOOKS 1' "$MOAT_BUILD/moat-config.h" 2>/dev/null; then
-	for i in $(seq 10); do skip "control or budget case $i" "a build without test_hooks"; done
+	for i in $(seq 12); do skip "control or budget case $i" "a build without test_hooks"; done
 	finish
 fi
 # The continued opens of a run without the marks (as started by another user).
 out=$(MOAT_TEST_NO_FANOTIFY=1 race "--hide=/workspace/**/hush" -- /workspace/okay /workspace/hush 50000)
 echo "$out" | grep -qE '^allowed=[1-9][0-9]* hidden=0 ' && [ "$(opens)" = continued ]
 ok $? "continued read-only opens (no fanotify): the hidden bytes are never read (opens: $(opens); $out)"
+# (the default profile: moat decides the reopen, and its view has /proc)
+out=$(MOAT_TEST_NO_FANOTIFY=1 dflt --report "$TMP/race.json" -- /workspace/okay /workspace/.env 50000 path)
+echo "$out" | grep -qE '^allowed=[1-9][0-9]* hidden=0 ' && [ "$(opens)" = continued ]
+ok $? "continued O_PATH opens (no fanotify), read through /proc/self/fd: never the hidden bytes (opens: $(opens); $out)"
 out=$(MOAT_TEST_NO_FANOTIFY=1 MOAT_TEST_SKIP_COVER=1 race "--hide=/workspace/**/hush" -- \
 	/workspace/okay /workspace/hush 50000)
 echo "$out" | grep -qE 'hidden=[1-9]' && [ "$(opens)" = continued ]
@@ -139,6 +150,15 @@ fi
 out=$(MOAT_TEST_SKIP_COVER=1 race "--hide=/workspace/**/hush" -- /workspace/okay /workspace/hush 50000)
 echo "$out" | grep -qE 'hidden=[1-9]'
 ok $? "control: without the covering the race reads the secret after a CONTINUE ($out)"
+# what a continued O_PATH open reaches after a swap is the kernel's view alone: without
+# the covering, its fd reopened where read-only opens are native reads the secret
+if [ "$(id -u)" -eq 0 ] && [ -z "${MOAT_TEST_NO_FANOTIFY:-}" ]; then
+	out=$(MOAT_TEST_SKIP_COVER=1 race "--hide=/workspace/**/hush" -- /workspace/okay /workspace/hush 50000 path)
+	echo "$out" | grep -qE 'hidden=[1-9]' && [ "$(opens)" = native ]
+	ok $? "control: continued O_PATH opens without the covering reach the secret (opens: $(opens); $out)"
+else
+	skip "control: continued O_PATH opens without the covering" "fanotify permission events need root (and no MOAT_TEST_NO_FANOTIFY)"
+fi
 out=$(MOAT_TEST_SKIP_COVER=1 race "--deny=/workspace/**/hush" -- /workspace/okay /workspace/hush 50000)
 echo "$out" | grep -qE 'hidden=[1-9]'
 ok $? "control: without the covering, a denied glob match is read too ($out)"

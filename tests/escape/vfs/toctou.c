@@ -5,10 +5,12 @@
  * A supervisor that checked one copy of the path and opened another would sooner or
  * later hand us the hidden file; we tell which file we got by its content.
  *
- * usage: toctou ALLOWED HIDDEN [N [rw]]   (both paths of equal length)
+ * usage: toctou ALLOWED HIDDEN [N [rw|path]]   (both paths of equal length)
  * rw: the opens are O_RDWR, which --audit checks and continues like a read-only one
  * (creates and write opens, docs/threat-model.md "Native creates"); a stub meets its
  * read-only bind (EROFS, counted as other).
+ * path: the opens are O_PATH (checked, then continued namespaced), each fd then opened
+ * for reading through /proc/self/fd/N, which is what an O_PATH fd can be read by.
  * prints: "allowed=A hidden=H enoent=E other=O" and exits 0 iff hidden == 0 and A > 0.
  */
 #include <errno.h>
@@ -44,11 +46,12 @@ static void *flipper(void *unused)
 int main(int argc, char **argv)
 {
 	long n = argc > 3 ? atol(argv[3]) : 100000, allowed = 0, hidden = 0, enoent = 0, other = 0;
-	int oflags = argc > 4 && strcmp(argv[4], "rw") == 0 ? O_RDWR : O_RDONLY;
+	bool opath = argc > 4 && strcmp(argv[4], "path") == 0;
+	int oflags = argc > 4 && strcmp(argv[4], "rw") == 0 ? O_RDWR : opath ? O_PATH : O_RDONLY;
 	pthread_t t;
 
 	if (argc < 3 || strlen(argv[1]) != strlen(argv[2]) || strlen(argv[1]) >= sizeof(path)) {
-		fprintf(stderr, "usage: toctou ALLOWED HIDDEN [N [rw]] (paths of equal length)\n");
+		fprintf(stderr, "usage: toctou ALLOWED HIDDEN [N [rw|path]] (paths of equal length)\n");
 		return 2;
 	}
 	strcpy(a, argv[1]);
@@ -60,6 +63,14 @@ int main(int argc, char **argv)
 		char buf[64] = { 0 };
 		int fd = openat(AT_FDCWD, path, oflags | O_CLOEXEC);
 
+		if (fd >= 0 && opath) {
+			char proc[64];
+			int path_fd = fd;
+
+			snprintf(proc, sizeof(proc), "/proc/self/fd/%d", path_fd);
+			fd = open(proc, O_RDONLY | O_CLOEXEC);
+			close(path_fd);
+		}
 		if (fd < 0) {
 			if (errno == ENOENT)
 				enoent++;

@@ -387,22 +387,26 @@ static struct vfs *make_vfs_fifo(void)
 }
 
 /* A decision d (verdict vd) against the open o made (vo): the same refusal, or
- * VFS_OPEN_KERNEL exactly where the open handed over a regular file or a directory.
- * Closes o. */
+ * VFS_OPEN_KERNEL exactly where the open handed over a regular file or a directory,
+ * and for O_PATH also where moat could hand over nothing (EOPNOTSUPP: a symlink, a
+ * FIFO), which the kernel's own O_PATH open reaches without acting on it. Closes o. */
 static void same_open_answer(int o, const struct vfs_verdict *vo, int d,
-                             const struct vfs_verdict *vd)
+                             const struct vfs_verdict *vd, int flags)
 {
 	struct stat st;
 
-	if (o < 0) {
+	if (o == -EOPNOTSUPP && (flags & O_PATH)) {
+		assert_int_equal(d, VFS_OPEN_KERNEL);
+		assert_false(vd->denied);
+	} else if (o < 0) {
 		assert_int_equal(d, o);
 		assert_int_equal(vd->err, vo->err);
 		assert_int_equal(vd->denied, vo->denied);
 	} else {
 		assert_int_equal(fstat(o, &st), 0);
 		close(o);
-		assert_int_equal(d, S_ISREG(st.st_mode) || S_ISDIR(st.st_mode) ? VFS_OPEN_KERNEL
-		                                                                : VFS_OPEN_SUPERVISOR);
+		assert_int_equal(d, S_ISREG(st.st_mode) || S_ISDIR(st.st_mode) || (flags & O_PATH)
+		                            ? VFS_OPEN_KERNEL : VFS_OPEN_SUPERVISOR);
 	}
 	assert_string_equal(vd->vpath, vo->vpath);
 }
@@ -422,6 +426,8 @@ static void test_open_decide_equivalence(void **state)
 	};
 	static const int flags[] = {
 		O_RDONLY, O_RDONLY | O_DIRECTORY, O_RDONLY | O_NOFOLLOW, O_RDONLY | O_CLOEXEC,
+		O_PATH, O_PATH | O_NOFOLLOW, O_PATH | O_DIRECTORY | O_NOFOLLOW,
+		O_PATH | O_CREAT | O_RDWR, /* the kernel ignores all but O_PATH's own flags */
 	};
 	int before = count_fds();
 	struct vfs *v = make_vfs_fifo();
@@ -436,7 +442,7 @@ static void test_open_decide_equivalence(void **state)
 				int o = vfs_open(v, &C, paths[i], flags[j] | O_NONBLOCK, 0, 0, &vo);
 				int d = vfs_open_decide(v, &C, paths[i], flags[j], &vd);
 
-				same_open_answer(o, &vo, d, &vd);
+				same_open_answer(o, &vo, d, &vd, flags[j]);
 			}
 	vfs_free(v);
 	assert_int_equal(count_fds(), before);
@@ -457,7 +463,7 @@ static void test_write_decide_equivalence(void **state)
 	static const int flags[] = {
 		O_WRONLY, O_RDWR, O_WRONLY | O_CREAT, O_WRONLY | O_CREAT | O_EXCL,
 		O_RDWR | O_TRUNC, O_RDONLY | O_CREAT, O_WRONLY | O_CREAT | O_NOFOLLOW,
-		O_WRONLY | O_APPEND, O_RDONLY | O_DIRECTORY | O_CREAT,
+		O_WRONLY | O_APPEND, O_RDONLY | O_DIRECTORY | O_CREAT, O_PATH | O_RDWR | O_CREAT,
 	};
 	int before = count_fds();
 	struct vfs *v = make_vfs_fifo();
@@ -473,7 +479,7 @@ static void test_write_decide_equivalence(void **state)
 			if (o == -ENXIO)
 				assert_int_equal(d, VFS_OPEN_SUPERVISOR);
 			else
-				same_open_answer(o, &vo, d, &vd);
+				same_open_answer(o, &vo, d, &vd, flags[j]);
 		}
 	/* mkdir, then unlink and rmdir of what exists now (rmdir of /rw/d: entries) */
 	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
