@@ -12,8 +12,12 @@
 #   order the kernel checks (the parents' mounts, then the mount's writability, then
 #   the objects);
 # - creates.py: mkdir, mknod, symlink, link, O_CREAT, bind and metadata changes where a
-#   mount refuses them or a name is there (EEXIST before EROFS, procfs's ENOENT first).
-# names.py runs namespaced (default, -v, --strict-hide), creates.py unnamespaced too.
+#   mount refuses them or a name is there (EEXIST before EROFS, procfs's ENOENT first);
+# - meta.py: the stat family, statx, access, readlink, xattrs, statvfs and chdir over
+#   the spellings of a path (trailing slashes, dots, symlinks, /proc links, names and
+#   paths too long), which moat answers itself under --strict-hide and unnamespaced.
+# names.py runs namespaced (default, -v, --strict-hide), creates.py unnamespaced too,
+# meta.py where moat answers (--strict-hide, unnamespaced).
 . "$MOAT_SRC/tests/lib/tap.sh"
 . "$MOAT_SRC/tests/live/vfs/lib.sh"
 PY=/usr/bin/python3
@@ -45,20 +49,21 @@ for _ in $(seq 100); do
 	sleep 0.1
 done
 [ -n "$pid" ] || { kill "$moat_pid"; skip_all "the waiting sandbox did not start"; }
-for prog in resolve names creates; do
+for prog in resolve names creates meta; do
 	nsenter -t "$pid" -m -p -- sh -c 'cd "$1" && exec "$2" -B "$3.py"' sh "$W" "$PY" "$prog" \
 		>"$TMP/$prog.kernel" 2>&1
 done
 kill "$pid"
 wait "$moat_pid"
-for prog in resolve names creates; do
+for prog in resolve names creates meta; do
 	[ "$(wc -l <"$TMP/$prog.kernel")" -ge 20 ] ||
 		skip_all "nsenter gave no answers for $prog: $(head -3 "$TMP/$prog.kernel")"
 done
 
 variants=("resolve namespaced" "resolve unnamespaced" "names namespaced" "names namespaced -v"
 	  "names namespaced --strict-hide" "creates namespaced" "creates namespaced -v"
-	  "creates namespaced --strict-hide" "creates unnamespaced")
+	  "creates namespaced --strict-hide" "creates unnamespaced"
+	  "meta namespaced --strict-hide" "meta unnamespaced")
 total=0
 for v in "${variants[@]}"; do
 	total=$((total + $(wc -l <"$TMP/${v%% *}.kernel")))
