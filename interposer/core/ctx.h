@@ -85,7 +85,7 @@ struct sup_ctx {
 	 * checked, recorded and continued instead of performed (or seized, for exec); with
 	 * record_native_opens the opens among them are performed all the same. */
 	bool continue_writes;
-	/* namespaced, the stubs in place, Landlock, no --cow: a unix bind, which creates a
+	/* namespaced, the stubs in place, Landlock: a unix bind, which creates a
 	 * name, is checked and continued, so that the socket is named as the program named
 	 * it (sock.c); moat, binding it itself, could give it only its last name */
 	bool kernel_binds;

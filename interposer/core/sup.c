@@ -2289,11 +2289,12 @@ int sup_run(struct sup_opts *o)
 		R->ctx.hide_mount_table = R->ctx.namespaced && !plan.cover_globs;
 		/* A unix bind creates a name, which the kernel refuses where the policy does
 		 * once the stubs are in place (a hidden name exists: EADDRINUSE) and Landlock
-		 * grants creates beneath the writable mappings only (a --cow workspace is a
-		 * layer of moat's): checked, then continued, so that the socket is named as
-		 * the program named it (sock.c) */
+		 * grants creates beneath the writable mappings only (a --cow workspace is an
+		 * overlay: the socket lands in its upper layer, as moat's own bind put it):
+		 * checked, then continued, so that the socket is named as the program named
+		 * it (sock.c) */
 		R->ctx.kernel_binds = R->ctx.namespaced && plan.cover_globs &&
-				      R->feat.landlock_abi > 0 && !o->cow;
+				      R->feat.landlock_abi > 0;
 		r = sup_filter_precompiled(fk, &plan.prog);
 		plan.kind = fk;
 	}

@@ -375,6 +375,15 @@ if __name__ == "__main__":
 PYS
 }
 case_forkserver_cmd="timeout 60 $PY fsrv.py"
+# --cow: the workspace an overlay, the binds still the kernel's
+case_forkserver_extra() {
+	$have_ns || { skip "forkserver: --cow" "moat cannot start in namespaced mode here"; return; }
+	rm -rf "$W"; mkdir -p "$W"; (cd "$W" && case_forkserver_setup)
+	local out
+	out=$(cd "$W" && timeout 120 "$MOAT" run -q --cow -- sh -c "$case_forkserver_cmd" 2>&1)
+	[ "$out" = "$(cat "$TMP/res/forkserver.native.out")" ]
+	ok $? "forkserver [default:namespaced --cow]: the same stdout as native" "$out"
+}
 # where moat binds the socket itself (unnamespaced; a mapping of / keeps every call by
 # name emulated) it binds the last name only, which the client then misses
 case_forkserver_todo_unnamespaced='moat binds a unix socket by its last name only (README, Network)'

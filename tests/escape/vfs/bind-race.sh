@@ -6,7 +6,9 @@
 # land where the policy refuses a create, because the read-only mount, the hidden
 # directory's stub and Landlock refuse it there as well. Checked on the host: no socket
 # in the read-only or the hidden directory, some in the workspace one (the race ran).
-# MOAT_TEST_SKIP_COVER (no stub over the hidden directory) must let one through.
+# Under --cow the same, the workspace an overlay whose upper layer gets the sockets:
+# none reaches the host's workspace either. MOAT_TEST_SKIP_COVER (no stub over the
+# hidden directory) must let one through.
 . "$MOAT_SRC/tests/lib/tap.sh"
 . "$MOAT_SRC/tests/live/vfs/lib.sh"
 PY=/usr/bin/python3
@@ -44,12 +46,13 @@ PYS
 
 # race TARGET... : binds through d while d flips among ok and the TARGETs
 race() {
-	(cd "$W" && "$MOAT" run -q --ro-bind "$R" --hide "$W/**/secret" -- "$PY" race.py ok "$@" \
-		4000) 2>&1
+	(cd "$W" && "$MOAT" run -q $cow --ro-bind "$R" --hide "$W/**/secret" -- "$PY" race.py ok \
+		"$@" 4000) 2>&1
 }
+cow=
 sockets() { find "$1" -type s | wc -l; }
 
-plan 4
+plan 6
 out=$(race "$R" "$W/secret")
 [ "$(sockets "$R")" = 0 ]
 ok $? "no socket lands in the read-only mapping" "$out; $(find "$R" -type s | head -3)"
@@ -57,6 +60,16 @@ ok $? "no socket lands in the read-only mapping" "$out; $(find "$R" -type s | he
 ok $? "no socket lands in the hidden directory" "$out; $(find "$W/secret" -type s | head -3)"
 [ "$(sockets "$W/ok")" -gt 0 ]
 ok $? "sockets were bound in the workspace directory (the race ran)" "$out"
+
+rm -f "$W"/ok/s* "$W/d"
+cow=--cow
+out=$(race "$R" "$W/secret")
+[ "$(sockets "$R")" = 0 ] && [ "$(sockets "$W/secret")" = 0 ] && [ "$(sockets "$W/ok")" = 0 ]
+ok $? "--cow: no socket lands in the read-only mapping, the hidden directory or the host's workspace" \
+	"$out; $(find "$R" "$W" -type s | head -3)"
+grep -qE '^bound [1-9]' <<<"$out"
+ok $? "--cow: sockets were bound (in the overlay's upper layer: the race ran)" "$out"
+cow=
 
 # control: without the stub over the hidden directory, the kernel lets one in
 if ! grep -q '^#define MOAT_TEST_HOOKS 1' "$MOAT_BUILD/moat-config.h" 2>/dev/null; then
