@@ -24,6 +24,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -419,29 +420,54 @@ static int mkdir_parent(const struct mount_ctx *mc, const char *path)
 	return mkdir_p(mc, parent, 0755);
 }
 
-static int make_mountpoint(const struct mount_ctx *mc, const char *path, bool dir)
+/*
+ * A listing reads the type of the mount point (d_type), not of what is bound on it:
+ * a character device's mount point in the keeper's own tmpfs is a character device
+ * too, the whiteout (0:0), which needs no CAP_MKNOD and opens nothing (the tmpfs is
+ * nodev) if its bind is ever gone, so that "find /dev -type c" finds /dev/null. Outside
+ * that tmpfs (a mapping of a host directory, where it would outlive the run until the
+ * supervisor removes it) a mount point is always an empty file.
+ */
+static int make_file_point(const struct mount_ctx *mc, const char *path, mode_t type)
 {
-	int fd, r;
+	char parent[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	struct stat st;
+	int fd;
 
-	if (dir)
+	if (S_ISCHR(type) && mc && slash && slash > path &&
+	    snprintf(parent, sizeof(parent), "%.*s", (int)(slash - path), path) < (int)sizeof(parent) &&
+	    stat(parent, &st) == 0 && st.st_dev == mc->own_dev)
+		return RET_NERRNO(mknod(path, S_IFCHR | 0644, makedev(0, 0)));
+	fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return negative_errno();
+	safe_close(fd);
+	return 0;
+}
+
+static int make_mountpoint(const struct mount_ctx *mc, const char *path, mode_t type)
+{
+	int r;
+
+	if (S_ISDIR(type))
 		return mkdir_p(mc, path, 0755);
 	/* O_EXCL: a file that is there already (a synthetic /etc/resolv.conf inside
 	 * ro-bind /etc: the mapping shows one) is the mount point as it is; the kernel
 	 * says EEXIST for it before it would say EROFS for the read-only mapping. The
-	 * parent is made only when the open says it is missing. */
+	 * parent is made only when the create says it is missing. */
 	for (int again = 0;; again++) {
-		fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
-		if (fd >= 0 || errno == EEXIST)
+		r = make_file_point(mc, path, type);
+		if (r == 0 || r == -EEXIST)
 			break;
-		if (errno != ENOENT || again)
-			return negative_errno();
+		if (r != -ENOENT || again)
+			return r;
 		r = mkdir_parent(mc, path);
 		if (r < 0)
 			return r;
 	}
-	if (fd < 0)
+	if (r < 0)
 		return 0;
-	safe_close(fd);
 	return note_created(mc, path, false);
 }
 
@@ -714,7 +740,7 @@ static int mount_one(const struct vfs_mount_info *m, void *ud)
 			/* A mapping of a host path that does not exist (an optional /lib64,
 			 * say) is simply absent from the view, as it is in the vfs. */
 			return 0;
-		r = make_mountpoint(mc, dst, S_ISDIR(st.st_mode));
+		r = make_mountpoint(mc, dst, st.st_mode);
 		if (r < 0)
 			goto fail;
 		r = RET_NERRNO(mount(src, dst, NULL, MS_BIND | MS_REC, NULL));

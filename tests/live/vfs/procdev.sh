@@ -5,7 +5,7 @@
 . "$MOAT_SRC/tests/lib/tap.sh"
 . "$MOAT_SRC/tests/live/vfs/lib.sh"
 
-plan 18
+plan 20
 mkdir "$TMP/cwd"
 sleep 600 &
 HOSTPID=$!
@@ -18,7 +18,7 @@ diag() { echo "--- stdout"; head -c 1500 "$TMP/out"; echo "--- stderr"; head -c 
 
 for mode in namespaced unnamespaced; do
 	if ! have_mode "$mode"; then
-		for i in $(seq 9); do skip "$mode: case $i" "moat cannot start in $mode mode here"; done
+		for i in $(seq 10); do skip "$mode: case $i" "moat cannot start in $mode mode here"; done
 		continue
 	fi
 	run $mode -- sh -c 'ls /proc | grep -E "^[0-9]+$"; echo self=$(readlink /proc/self)'
@@ -67,6 +67,19 @@ for mode in namespaced unnamespaced; do
 	extra=$(grep -vxE 'null|zero|full|random|urandom|tty|fd|stdin|stdout|stderr|ptmx|pts|shm|/dev/shm:||zero=00000000|null-ok|8' "$TMP/out")
 	[ -z "$extra" ] && grep -qx zero=00000000 "$TMP/out" && grep -qx null-ok "$TMP/out" && grep -qx 8 "$TMP/out"
 	ok $? "$mode: /dev holds only the minimal set, and it works (extra: $(echo $extra))" "$(diag)"
+
+	# a listing's types (d_type, which find -type and scandir read) are what stat says:
+	# a device's mount point is a device too (before, find -type c found nothing)
+	run $mode -- python3 -c '
+import os, stat
+for e in sorted(os.scandir("/dev"), key=lambda e: e.name):
+    st = os.lstat(e.path)
+    if stat.S_ISCHR(st.st_mode) != (e.is_file(follow_symlinks=False) is False and not e.is_dir(follow_symlinks=False) and not e.is_symlink()):
+        print("differs", e.name)
+    if stat.S_ISCHR(st.st_mode):
+        print("chr", e.name)'
+	! grep -q differs "$TMP/out" && grep -qx "chr null" "$TMP/out" && grep -qx "chr urandom" "$TMP/out"
+	ok $? "$mode: /dev lists its devices as devices, as stat says" "$(diag)"
 
 	# a second thread: /proc/self is its process, /proc/thread-self and its tid are it
 	run $mode -- python3 -c '
