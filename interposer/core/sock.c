@@ -114,6 +114,9 @@ struct pending {
 	char *data;             /* MSG_FASTOPEN: data still to send once connected */
 	size_t len;
 	int flags;
+	bool fastopen;          /* a MSG_FASTOPEN send, not a connect */
+	struct sockaddr_storage ss; /* the destination, to finish a connect with */
+	socklen_t alen;
 };
 
 struct sup_net {
@@ -377,7 +380,8 @@ static int install(struct sup_ctx *s, uint64_t id, int sock, int tracee_fd, unsi
 }
 
 static int pending_add(struct sup_call *c, int sock, int tracee_fd, unsigned fd_flags,
-		       const char *data, size_t len, int flags)
+		       const struct sockaddr_storage *ss, socklen_t alen, const char *data,
+		       size_t len, int flags)
 {
 	struct sup_net *sn = state(c->s);
 	struct epoll_event ev = { .events = EPOLLOUT, .data.fd = sock };
@@ -402,7 +406,8 @@ static int pending_add(struct sup_call *c, int sock, int tracee_fd, unsigned fd_
 		}
 		*p = (struct pending){ .sock = sock, .id = c->req->id, .tracee_fd = tracee_fd,
 				       .fd_flags = fd_flags, .data = p->data, .len = len,
-				       .flags = flags };
+				       .flags = flags, .fastopen = data != NULL, .ss = *ss,
+				       .alen = alen };
 		return 0;
 	}
 	return -EAGAIN;
@@ -443,12 +448,34 @@ static void start_connect(struct sup_call *c, int target, int tracee_fd, bool no
 	if (err != EINPROGRESS)
 		return reply(c, -err);
 	/* Blocking program, connection under way: answer when it settles. */
-	r = pending_add(c, sock, tracee_fd, fd_flags, data, data ? dlen : 0, flags);
+	r = pending_add(c, sock, tracee_fd, fd_flags, sa, len, data, data ? dlen : 0, flags);
 	if (r < 0)
 		return reply(c, r == -EAGAIN ? -EAGAIN : r);
 	TAKE_FD(sock);
 	c->outcome = CALL_REPLIED;
 	snprintf(c->flags_text, sizeof(c->flags_text), "reply deferred until connected");
+}
+
+/*
+ * The answer to a blocking program's connect, made by us without waiting: connect()
+ * again, as the kernel's own blocking connect ends, which leaves the socket as that
+ * would: connected (its state, not only the TCP one: the program's next connect() is
+ * EISCONN, not a 0 that completes it) or, refused, unconnected (its next connect()
+ * tries afresh, where one after a read of SO_ERROR would say ECONNABORTED). Polled
+ * writable, it no longer waits; O_NONBLOCK all the same, on the file description the
+ * program, blocked in this call, shares.
+ */
+static int finish_connect(const struct pending *p)
+{
+	int fl = fcntl(p->sock, F_GETFL), err = 0;
+
+	if (fl >= 0 && !(fl & O_NONBLOCK))
+		(void)fcntl(p->sock, F_SETFL, fl | O_NONBLOCK);
+	if (connect(p->sock, (const struct sockaddr *)&p->ss, p->alen) < 0)
+		err = errno;
+	if (fl >= 0 && !(fl & O_NONBLOCK))
+		(void)fcntl(p->sock, F_SETFL, fl);
+	return err == EISCONN ? 0 : err;
 }
 
 static void pending_finish(struct sup_ctx *s, struct pending *p)
@@ -457,7 +484,9 @@ static void pending_finish(struct sup_ctx *s, struct pending *p)
 	socklen_t l = sizeof(so_err);
 
 	epoll_ctl(s->epfd, EPOLL_CTL_DEL, p->sock, NULL);
-	if (getsockopt(p->sock, SOL_SOCKET, SO_ERROR, &so_err, &l) < 0)
+	if (!p->fastopen)
+		so_err = finish_connect(p);
+	else if (getsockopt(p->sock, SOL_SOCKET, SO_ERROR, &so_err, &l) < 0)
 		so_err = errno;
 	if (!so_err && p->len) {
 		/* The kernel keeps data it could not put in the SYN; send what is left now,
