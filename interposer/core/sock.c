@@ -334,7 +334,13 @@ static enum route decide_inet(struct sup_call *c, const struct sockaddr_storage 
 }
 
 /*
- * A host-side socket like the program's, with the options that shape a connection. Made
+ * A host-side socket like the program's, with the options that shape a connection and
+ * that the caller may set (not SO_MARK or SO_BINDTODEVICE, whose devices are the
+ * sandbox's namespace's). Not the buffer sizes: a copy of a default would lock it and
+ * end the kernel's autotuning, and nothing tells a default from a choice; nor
+ * TCP_MAXSEG, whose value read before a connect is the default MSS, which set would
+ * clamp it. A local address the program bound in its own namespace is not carried over
+ * either (a host port needs an allow-bind rule). Made
  * with the caller's credentials: the kernel records the creator's fsuid as the socket's
  * owner (sock_alloc()) and keeps its credentials with the file, which is what a host
  * firewall's owner match (xt_owner), /proc/net/tcp and ss see. Made with ours, the
@@ -349,7 +355,13 @@ static int host_socket(struct sup_call *c, int old, const struct sockinfo *si)
 		{ IPPROTO_TCP, TCP_NODELAY }, { IPPROTO_TCP, TCP_KEEPIDLE },
 		{ IPPROTO_TCP, TCP_KEEPINTVL }, { IPPROTO_TCP, TCP_KEEPCNT },
 		{ IPPROTO_TCP, TCP_USER_TIMEOUT }, { IPPROTO_TCP, TCP_CORK },
-		{ IPPROTO_IPV6, IPV6_V6ONLY },
+		{ SOL_SOCKET, SO_REUSEADDR }, { SOL_SOCKET, SO_OOBINLINE },
+		{ SOL_SOCKET, SO_RCVLOWAT }, { IPPROTO_TCP, TCP_NOTSENT_LOWAT },
+		{ IPPROTO_TCP, TCP_CONGESTION }, { IPPROTO_TCP, TCP_WINDOW_CLAMP },
+		{ IPPROTO_TCP, TCP_SYNCNT }, { IPPROTO_TCP, TCP_LINGER2 },
+		{ IPPROTO_IP, IP_TOS }, { IPPROTO_IP, IP_TTL },
+		{ IPPROTO_IPV6, IPV6_V6ONLY }, { IPPROTO_IPV6, IPV6_TCLASS },
+		{ IPPROTO_IPV6, IPV6_UNICAST_HOPS },
 	};
 	int fd = creds_caller(c->tid, c->req->id, 0);
 
@@ -364,7 +376,8 @@ static int host_socket(struct sup_call *c, int old, const struct sockinfo *si)
 		socklen_t l = sizeof(val);
 
 		if ((opts[i].level == IPPROTO_TCP && si->type != SOCK_STREAM) ||
-		    (opts[i].level == IPPROTO_IPV6 && si->domain != AF_INET6))
+		    (opts[i].level == IPPROTO_IPV6 && si->domain != AF_INET6) ||
+		    (opts[i].level == IPPROTO_IP && si->domain != AF_INET))
 			continue;
 		if (getsockopt(old, opts[i].level, opts[i].name, val, &l) == 0)
 			(void)setsockopt(fd, opts[i].level, opts[i].name, val, l);

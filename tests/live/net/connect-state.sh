@@ -4,7 +4,8 @@
 # blocking connect that succeeded leaves it connected (the next connect() is EISCONN,
 # not a 0 that completes it), one refused leaves it unconnected (the next one tries
 # again: ECONNREFUSED, not ECONNABORTED), and a non-blocking one completes as natively
-# (EINPROGRESS, then 0, then EISCONN). The same program natively and under moat, in
+# (EINPROGRESS, then 0, then EISCONN); the options set before the connect hold after it
+# (namespaced, moat's host-side socket takes them). The same program natively and under moat, in
 # both modes, against a host echo server and a closed host port; its lines must agree.
 . "$MOAT_SRC/tests/lib/tap.sh"
 . "$MOAT_SRC/tests/live/net/lib.sh"
@@ -36,6 +37,16 @@ t("non-blocking connect", lambda: n.connect(("127.0.0.1", port)))
 select.select([], [n], [], 5)
 t("once writable", lambda: n.connect(("127.0.0.1", port)))
 t("and again", lambda: n.connect(("127.0.0.1", port)))
+o = socket.socket()
+opts = ((socket.IPPROTO_IP, socket.IP_TOS, 16), (socket.IPPROTO_IP, socket.IP_TTL, 33),
+        (socket.SOL_SOCKET, socket.SO_OOBINLINE, 1), (socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1),
+        (socket.IPPROTO_TCP, socket.TCP_NOTSENT_LOWAT, 16384), (socket.IPPROTO_TCP, socket.TCP_NODELAY, 1))
+for level, opt, val in opts:
+    o.setsockopt(level, opt, val)
+o.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"reno")
+t("options set, then connect", lambda: o.connect(("127.0.0.1", port)))
+print("options after it", [o.getsockopt(level, opt) for level, opt, _ in opts],
+      o.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).rstrip(b"\0"))
 PY
 
 native=$(cd "$TMP/w" && "$PY" connstate.py "$PORT_A" "$closed" 2>&1)
