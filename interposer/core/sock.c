@@ -336,10 +336,9 @@ static enum route decide_inet(struct sup_call *c, const struct sockaddr_storage 
 /*
  * A host-side socket like the program's, with the options that shape a connection and
  * that the caller may set (not SO_MARK or SO_BINDTODEVICE, whose devices are the
- * sandbox's namespace's). Not the buffer sizes: a copy of a default would lock it and
- * end the kernel's autotuning, and nothing tells a default from a choice; nor
- * TCP_MAXSEG, whose value read before a connect is the default MSS, which set would
- * clamp it. A local address the program bound in its own namespace is not carried over
+ * sandbox's namespace's). The buffer sizes only where they differ from the new socket's
+ * (a copy of a default would lock it and end the kernel's autotuning). Not TCP_MAXSEG,
+ * whose value read before a connect is the default MSS, which set would clamp it. A local address the program bound in its own namespace is not carried over
  * either (a host port needs an allow-bind rule). Made
  * with the caller's credentials: the kernel records the creator's fsuid as the socket's
  * owner (sock_alloc()) and keeps its credentials with the file, which is what a host
@@ -381,6 +380,16 @@ static int host_socket(struct sup_call *c, int old, const struct sockinfo *si)
 			continue;
 		if (getsockopt(old, opts[i].level, opts[i].name, val, &l) == 0)
 			(void)setsockopt(fd, opts[i].level, opts[i].name, val, l);
+	}
+	/* A buffer size the program chose reads otherwise than the fresh socket's default;
+	 * the kernel keeps twice what is set (sock_setsockopt()), and locks it. */
+	for (int name = SO_SNDBUF, k = 0; k < 2; name = SO_RCVBUF, k++) {
+		int want, dflt;
+		socklen_t l = sizeof(int);
+
+		if (getsockopt(old, SOL_SOCKET, name, &want, &l) == 0 &&
+		    getsockopt(fd, SOL_SOCKET, name, &dflt, &l) == 0 && want != dflt)
+			(void)setsockopt(fd, SOL_SOCKET, name, &(int){ want / 2 }, sizeof(int));
 	}
 	return fd;
 }

@@ -40,7 +40,8 @@ t("and again", lambda: n.connect(("127.0.0.1", port)))
 o = socket.socket()
 opts = ((socket.IPPROTO_IP, socket.IP_TOS, 16), (socket.IPPROTO_IP, socket.IP_TTL, 33),
         (socket.SOL_SOCKET, socket.SO_OOBINLINE, 1), (socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1),
-        (socket.IPPROTO_TCP, socket.TCP_NOTSENT_LOWAT, 16384), (socket.IPPROTO_TCP, socket.TCP_NODELAY, 1))
+        (socket.IPPROTO_TCP, socket.TCP_NOTSENT_LOWAT, 16384), (socket.IPPROTO_TCP, socket.TCP_NODELAY, 1),
+        (socket.SOL_SOCKET, socket.SO_SNDBUF, 65536), (socket.SOL_SOCKET, socket.SO_RCVBUF, 65536))
 for level, opt, val in opts:
     o.setsockopt(level, opt, val)
 o.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"reno")
