@@ -338,12 +338,12 @@ static enum route decide_inet(struct sup_call *c, const struct sockaddr_storage 
  * that the caller may set (not SO_MARK or SO_BINDTODEVICE, whose devices are the
  * sandbox's namespace's). The buffer sizes only where they differ from the new socket's
  * (a copy of a default would lock it and end the kernel's autotuning). Not TCP_MAXSEG,
- * whose value read before a connect is the default MSS, which set would clamp it. A local address the program bound in its own namespace is not carried over
- * either (a host port needs an allow-bind rule). Made
- * with the caller's credentials: the kernel records the creator's fsuid as the socket's
- * owner (sock_alloc()) and keeps its credentials with the file, which is what a host
- * firewall's owner match (xt_owner), /proc/net/tcp and ss see. Made with ours, the
- * sandbox's traffic would pass as root's.
+ * whose value read before a connect is the default MSS, which set would clamp it. A
+ * local address the program bound in its own namespace is not carried over either (a
+ * host port needs an allow-bind rule). Made with the caller's credentials: the kernel
+ * records the creator's fsuid as the socket's owner (sock_alloc()) and keeps its
+ * credentials with the file, which is what a host firewall's owner match (xt_owner),
+ * /proc/net/tcp and ss see. Made with ours, the sandbox's traffic would pass as root's.
  */
 static int host_socket(struct sup_call *c, int old, const struct sockinfo *si)
 {
@@ -497,6 +497,12 @@ static int finish_connect(const struct pending *p)
 		err = errno;
 	if (fl >= 0 && !(fl & O_NONBLOCK))
 		(void)fcntl(p->sock, F_SETFL, fl);
+	if (err == EALREADY) { /* still under way, which a writable socket is not: its error */
+		socklen_t l = sizeof(err);
+
+		if (getsockopt(p->sock, SOL_SOCKET, SO_ERROR, &err, &l) < 0)
+			err = errno;
+	}
 	return err == EISCONN ? 0 : err;
 }
 
