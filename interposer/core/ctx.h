@@ -100,6 +100,10 @@ struct sup_ctx {
 	 * cannot answer for): an open of the mount table gets a copy without the stubs'
 	 * mounts, which are told apart by stub_mounts (mounttab.h) */
 	bool hide_mount_table;
+	/* namespaced where the kernel answers listings and stat in the covered view: a
+	 * hidden name is there already, an empty stub, so an inotify watch on a directory
+	 * that holds one is let be (its events name it too); elsewhere it is refused */
+	bool hidden_names_shown;
 	struct mounttab_stubs stub_mounts;
 	/* the notifier threads' tids, which live as long as the run: their own opens in
 	 * the sandbox's mounts (a create moat performs) are no open of the sandbox's, even

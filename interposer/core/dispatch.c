@@ -1373,10 +1373,14 @@ static int holds_hidden(struct sup_call *c, int fd, const char *vpath)
 /*
  * A watch is added by the supervisor on the object the vfs resolved, to the caller's
  * inotify instance. Its events are read natively and name the directory's entries,
- * hidden ones too: a watch on a directory that holds a hidden entry is refused
- * (EACCES, as for a directory one may not read). The sandbox cannot create a hidden
- * name itself; a hidden name that a process outside creates later in a watched
- * directory does show in its events.
+ * hidden ones too: where a hidden name is absent (--strict-hide, unnamespaced, a view
+ * the kernel cannot answer for) a watch on a directory that holds a hidden entry is
+ * refused (EACCES, as for a directory one may not read). Where the covered view lists
+ * the name already (an empty stub: hidden_names_shown) the watch is let be, so that a
+ * project's watcher (a dev server, a test runner) works beside its .env; its events
+ * name the entry and say when a process outside touches it, never what it holds. The
+ * sandbox cannot create a hidden name itself; a hidden name that a process outside
+ * creates later in a watched directory does show in its events.
  */
 static void handle_inotify_add_watch(struct sup_call *c)
 {
@@ -1396,7 +1400,8 @@ static void handle_inotify_add_watch(struct sup_call *c)
 		return set_result(c, fd);
 	if (fstat(fd, &st) < 0)
 		return set_result(c, negative_errno());
-	if (S_ISDIR(st.st_mode) && (r = holds_hidden(c, fd, c->verdict.vpath)) != 0) {
+	if (S_ISDIR(st.st_mode) && !c->s->hidden_names_shown &&
+	    (r = holds_hidden(c, fd, c->verdict.vpath)) != 0) {
 		if (r < 0)
 			return set_result(c, r);
 		return deny(c, EACCES, "inotify: the directory holds hidden entries, whose names "

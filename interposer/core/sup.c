@@ -731,6 +731,7 @@ static void on_sync(struct run *R)
 			R->ctx.continue_unix = false;
 			R->ctx.continue_denied_opens = false;
 			R->ctx.continue_writes = false;
+			R->ctx.hidden_names_shown = false;
 			R->open_path = "emulated";
 			log_info("every call by name is emulated in this run: the trees the hide "
 				 "rules' globs can match in hold more than %u entries, or a path "
@@ -2287,6 +2288,7 @@ int sup_run(struct sup_opts *o)
 		 * mount table would name: its copies leave them out (mounttab.h). Every open
 		 * is moat's in those filters. */
 		R->ctx.hide_mount_table = R->ctx.namespaced && !plan.cover_globs;
+		R->ctx.hidden_names_shown = R->ctx.namespaced && plan.cover_globs;
 		/* A unix bind creates a name, which the kernel refuses where the policy does
 		 * once the stubs are in place (a hidden name exists: EADDRINUSE) and Landlock
 		 * grants creates beneath the writable mappings only (a --cow workspace is an
