@@ -731,6 +731,7 @@ static void on_sync(struct run *R)
 			R->ctx.continue_unix = false;
 			R->ctx.continue_denied_opens = false;
 			R->ctx.continue_writes = false;
+			R->ctx.kernel_binds = false;
 			R->ctx.hidden_names_shown = false;
 			R->open_path = "emulated";
 			log_info("every call by name is emulated in this run: the trees the hide "
