@@ -483,21 +483,31 @@ static void start_connect(struct sup_call *c, int target, int tracee_fd, bool no
  * again, as the kernel's own blocking connect ends, which leaves the socket as that
  * would: connected (its state, not only the TCP one: the program's next connect() is
  * EISCONN, not a 0 that completes it) or, refused, unconnected (its next connect()
- * tries afresh, where one after a read of SO_ERROR would say ECONNABORTED). Polled
- * writable, it no longer waits; O_NONBLOCK all the same, on the file description the
- * program, blocked in this call, shares.
+ * tries afresh, where one after a read of SO_ERROR would say ECONNABORTED). It waits
+ * only while a handshake is under way (SYN_SENT, SYN_RECV), which a socket polled
+ * writable is past, unless (unnamespaced: the program's own file description) another
+ * thread of the program disconnected it and connected it again meanwhile: so only from
+ * an ended handshake, and with O_NONBLOCK on the shared description all the same; this
+ * runs on the loop thread, which must never wait on the sandbox.
  */
 static int finish_connect(const struct pending *p)
 {
-	int fl = fcntl(p->sock, F_GETFL), err = 0;
+	struct tcp_info ti;
+	socklen_t tl = sizeof(ti);
+	int err = EALREADY;
 
-	if (fl >= 0 && !(fl & O_NONBLOCK))
-		(void)fcntl(p->sock, F_SETFL, fl | O_NONBLOCK);
-	if (connect(p->sock, (const struct sockaddr *)&p->ss, p->alen) < 0)
-		err = errno;
-	if (fl >= 0 && !(fl & O_NONBLOCK))
-		(void)fcntl(p->sock, F_SETFL, fl);
-	if (err == EALREADY) { /* still under way, which a writable socket is not: its error */
+	if (getsockopt(p->sock, IPPROTO_TCP, TCP_INFO, &ti, &tl) == 0 &&
+	    (ti.tcpi_state == TCP_ESTABLISHED || ti.tcpi_state == TCP_CLOSE)) {
+		int fl = fcntl(p->sock, F_GETFL);
+		bool set = fl >= 0 && !(fl & O_NONBLOCK);
+
+		if (set)
+			(void)fcntl(p->sock, F_SETFL, fl | O_NONBLOCK);
+		err = connect(p->sock, (const struct sockaddr *)&p->ss, p->alen) < 0 ? errno : 0;
+		if (set)
+			(void)fcntl(p->sock, F_SETFL, fl);
+	}
+	if (err == EALREADY) { /* still under way, or no TCP socket: its error */
 		socklen_t l = sizeof(err);
 
 		if (getsockopt(p->sock, SOL_SOCKET, SO_ERROR, &err, &l) < 0)
