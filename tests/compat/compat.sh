@@ -136,7 +136,7 @@ case_npm_cmd='npm init -y >/dev/null && npm install --no-audit --no-fund --offli
 case_npm_extra() {
 	local mode=namespaced t0 rc
 	$have_ns || mode=unnamespaced
-	rm -rf "$W"; mkdir -p "$W"; (cd "$W" && case_npm_setup)
+	fresh_case npm
 	t0=$SECONDS
 	(cd "$W" && HOME=$(getent passwd "$(id -u)" | cut -d: -f6) timeout 30 "$MOAT" run -q --mode $mode -- \
 		sh -c 'npm init -y >/dev/null && npm install --no-audit --no-fund --silent ./pkg.tgz' </dev/null >"$TMP/npm.out" 2>&1)
@@ -344,8 +344,7 @@ case_unixnames_cmd="$PY unixnames.py"
 # namespaced, started by root with nothing asking for moat's own creates, the kernel
 # binds the program's own name (checked, then continued): an absolute one too
 case_unixnames_extra() {
-	$have_ns || { skip "unixnames: absolute name" "moat cannot start in namespaced mode here"; return; }
-	rm -rf "$W"; mkdir -p "$W"; (cd "$W" && case_unixnames_setup)
+	extra_setup unixnames "absolute name" || return
 	local out
 	out=$(cd "$W" && "$MOAT" run -q -- "$PY" unixnames.py "$W/abs.sock" 2>&1)
 	[ "$out" = "listener $W/abs.sock" ]
@@ -377,8 +376,7 @@ PYS
 case_forkserver_cmd="timeout 60 $PY fsrv.py"
 # --cow: the workspace an overlay, the binds still the kernel's
 case_forkserver_extra() {
-	$have_ns || { skip "forkserver: --cow" "moat cannot start in namespaced mode here"; return; }
-	rm -rf "$W"; mkdir -p "$W"; (cd "$W" && case_forkserver_setup)
+	extra_setup forkserver "--cow" || return
 	local out
 	out=$(cd "$W" && timeout 120 "$MOAT" run -q --cow -- sh -c "$case_forkserver_cmd" 2>&1)
 	[ "$out" = "$(cat "$TMP/res/forkserver.native.out")" ]
@@ -424,6 +422,15 @@ case_opath_todo_none="$case_opath_todo_unnamespaced"
 ALL_CASES=(pipeline umask tar git make pytest mp sqlite proc venv sdist users npm deep slashes byfd tmpfile xattr unixnames forkserver opath)
 
 # --- the machinery
+
+# fresh_case CASE: a fresh $W set up as CASE's, for a check of its own (case_CASE_extra)
+fresh_case() { rm -rf "$W"; mkdir -p "$W"; (cd "$W" && "case_${1}_setup"); }
+# extra_setup CASE WHAT: fresh_case for a namespaced check; false, the check skipped,
+# where namespaced mode cannot start
+extra_setup() {
+	$have_ns || { skip "$1: $2" "moat cannot start in namespaced mode here"; return 1; }
+	fresh_case "$1"
+}
 
 have_tool() {
 	case $1 in
